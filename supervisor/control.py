@@ -1,0 +1,141 @@
+"""Human actions on runs: one code path for the CLI and for Slack.
+
+The CLI runs in its own process: it changes the store (which the daemon reads
+every loop) and calls Slurm directly. Every action is recorded as an event
+with who asked for it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from supervisor.store import RunRow, RunState, Store
+from supervisor.submission import AttemptOverrides
+
+
+class ControlError(Exception):
+    """The action can't be done: the message is for the person who asked."""
+
+
+ACTIVE_JOB_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED"}
+
+CheckpointResolver = Callable[[RunRow, str], tuple[str | None, str]]
+
+
+def no_checkpoints(run: RunRow, which: str) -> tuple[str | None, str]:
+    return None, "no checkpoint configured"
+
+
+class Controller:
+    def __init__(
+        self,
+        store: Store,
+        slurm: object,
+        *,
+        resolve_checkpoint: CheckpointResolver = no_checkpoints,
+        clock: Callable[[], float] = time.time,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.slurm = slurm
+        self.resolve_checkpoint = resolve_checkpoint
+        self.clock = clock
+        self.on_change = on_change or (lambda: None)
+
+    def find(self, ref: str) -> RunRow:
+        runs = self.store.find_runs(ref)
+        if not runs:
+            raise ControlError(f"no run called {ref!r} (try `shepherd status`)")
+        if len(runs) > 1 and runs[0].name == ref:
+            return runs[0]  # a name: the newest run of that name
+        if len(runs) > 1:
+            raise ControlError(f"{ref!r} matches {len(runs)} runs: " + ", ".join(r.id for r in runs[:5]))
+        return runs[0]
+
+    def _live_job(self, run: RunRow) -> str | None:
+        a = self.store.latest_attempt(run.id)
+        if a and a.job_id and a.ended_at is None and (a.slurm_state or "PENDING") in ACTIVE_JOB_STATES:
+            return a.job_id
+        return None
+
+    async def cancel(self, ref: str, actor: str) -> str:
+        run = self.find(ref)
+        if run.state.is_final:
+            raise ControlError(f"{run.id} is already {run.state.value}; nothing to cancel")
+        job = self._live_job(run)
+        self.store.set_run_state(
+            run.id, RunState.CANCELLED, reason=f"cancelled by {actor}",
+            event=("cancelled", f"cancelled by {actor}", {"actor": actor, "job_id": job}),
+        )
+        if job:
+            await self.slurm.cancel(job)  # type: ignore[attr-defined]
+        self.on_change()
+        return f"cancelled {run.id}" + (f" (scancel {job})" if job else "")
+
+    async def hold(self, ref: str, actor: str) -> str:
+        run = self.find(ref)
+        if run.state.is_final:
+            raise ControlError(f"{run.id} is {run.state.value}; there is nothing to hold")
+        if run.held:
+            raise ControlError(f"{run.id} is already held")
+        if run.state == RunState.RUNNING:
+            raise ControlError(f"{run.id} is already running; `hold` keeps pending jobs and resumes from starting")
+        job = self._live_job(run)
+        if job:
+            await self.slurm.hold(job)  # type: ignore[attr-defined]
+        self.store.set_run_state(
+            run.id, RunState.HELD if job else run.state, held=True, next_action_at=run.next_action_at,
+            event=("held", f"held by {actor}", {"actor": actor, "job_id": job}),
+        )
+        self.on_change()
+        return f"held {run.id}" + (f" (job {job})" if job else " (its next submission waits)")
+
+    async def release(self, ref: str, actor: str) -> str:
+        run = self.find(ref)
+        if not run.held:
+            raise ControlError(f"{run.id} is not held")
+        job = self._live_job(run)
+        if job:
+            await self.slurm.release(job)  # type: ignore[attr-defined]
+        state = RunState.PENDING if run.state == RunState.HELD else run.state
+        self.store.set_run_state(
+            run.id, state, held=False, next_action_at=run.next_action_at,
+            event=("released", f"released by {actor}", {"actor": actor, "job_id": job}),
+        )
+        self.on_change()
+        return f"released {run.id}"
+
+    async def resume(self, ref: str, checkpoint: str, actor: str) -> str:
+        run = self.find(ref)
+        if run.state in (RunState.PENDING, RunState.RUNNING, RunState.SUBMITTING, RunState.QUEUED):
+            raise ControlError(f"{run.id} is {run.state.value}; cancel it first or wait for it to end")
+        if run.state == RunState.COMPLETED:
+            raise ControlError(f"{run.id} completed; submit a new run to train further")
+        path, note = self.resolve_checkpoint(run, checkpoint)
+        overrides = AttemptOverrides.from_dict(run.next_attempt)
+        overrides = AttemptOverrides(
+            checkpoint=path, env=overrides.env, sbatch_args=overrides.sbatch_args, exclude=overrides.exclude,
+            reason=f"resumed by {actor}",
+        )
+        self.store.set_run_state(
+            run.id, RunState.BACKOFF, next_action_at=self.clock(), next_attempt=overrides.to_dict(), held=False,
+            event=("resume-requested", f"resume from {checkpoint} requested by {actor}: {note}",
+                   {"actor": actor, "checkpoint": path}),
+        )
+        self.on_change()
+        where = f"from {Path(path).name}" if path else "(no checkpoint: the trainer starts or resumes by itself)"
+        return f"resuming {run.id} {where}"
+
+    async def give_up(self, ref: str, actor: str) -> str:
+        run = self.find(ref)
+        if run.state.is_final and run.state != RunState.FAILED:
+            raise ControlError(f"{run.id} is already {run.state.value}")
+        job = self._live_job(run)
+        if job:
+            await self.slurm.cancel(job)  # type: ignore[attr-defined]
+        self.store.set_run_state(run.id, RunState.GAVE_UP, reason=f"given up by {actor}",
+                                 event=("gave-up", f"given up by {actor}", {"actor": actor}))
+        self.on_change()
+        return f"gave up on {run.id}"

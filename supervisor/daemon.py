@@ -1,0 +1,391 @@
+"""Wiring: one anyio task group running the daemon's loops.
+
+Loops: the queue watcher (claims specs), the scheduler (submits first attempts
+and due resumes), the Slurm poller (one squeue per poll for every run), plus
+whatever observers are attached (log/metric watchers, Slack). Start-up
+reconciles every unfinished intent with Slurm before anything is submitted.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from supervisor.events import JobState, StateEvent
+from supervisor.faultpoints import crash_point
+from supervisor.intake import Intake
+from supervisor.settings import Settings
+from supervisor.slurm.client import SlurmClient, SlurmError, SlurmRejected, SlurmUnavailable
+from supervisor.slurm.parse import JobObservation, make_job_name
+from supervisor.spec import JobSpec
+from supervisor.store import AttemptRow, AttemptState, RunRow, RunState, Store
+from supervisor.submission import AttemptOverrides, build_submit_request
+from supervisor.tracking import UpdateKind, reconcile, sacct_needed
+
+log = structlog.get_logger(__name__)
+
+StateHandler = Callable[[RunRow, AttemptRow, StateEvent], Awaitable[None]]
+
+
+class Daemon:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        slurm: SlurmClient,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.slurm = slurm
+        self.clock = clock
+        self.intake = Intake(
+            settings.queue_dir,
+            settings.runs_dir,
+            settings.rejected_dir,
+            max_bytes=settings.max_spec_bytes,
+            settle_s=settings.spec_settle_s,
+            clock=clock,
+        )
+        self.in_flight: set[tuple[str, int]] = set()
+        self.blind_since: float | None = None
+        self.last_poll_ok: float | None = None
+        self.ready = anyio.Event()
+        self.state_handlers: list[StateHandler] = []
+        self.heartbeats: dict[str, float] = {}
+        self._wake_scheduler = anyio.Event()
+        self._wake_poller = anyio.Event()
+        self._tg: TaskGroup | None = None
+        self.python_bin_dir = (settings.python.parent if settings.python else Path(sys.executable).parent)
+
+    # ---- lifecycle ------------------------------------------------------------------------------------
+    async def run(self, *, extra_tasks: list[Callable[[], Coroutine[Any, Any, None]]] | None = None) -> None:
+        self.settings.ensure_dirs()
+        self.adopt_orphans()
+        await self.reconcile_until_seen()
+        self.ready.set()
+        log.info("daemon ready", root=str(self.settings.root), runs=len(self.store.list_runs(include_final=False)))
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            tg.start_soon(self._signals, tg)
+            tg.start_soon(self.intake_loop)
+            tg.start_soon(self.scheduler_loop)
+            tg.start_soon(self.poll_loop)
+            for task in extra_tasks or []:
+                tg.start_soon(task)
+
+    async def _signals(self, tg: TaskGroup) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                log.info("stopping", signal=signal.Signals(signum).name)
+                tg.cancel_scope.cancel()
+                return
+
+    def beat(self, loop: str) -> None:
+        self.heartbeats[loop] = self.clock()
+
+    def adopt_orphans(self) -> None:
+        """A crash between claiming a spec (rename) and recording the run leaves a run dir with no row."""
+        from supervisor.spec import load_spec
+        from supervisor.yamlpos import YamlDocumentError
+
+        known = {r.id for r in self.store.list_runs()}
+        for run_dir in sorted(self.settings.runs_dir.glob("*/spec.yaml")):
+            run_id = run_dir.parent.name
+            if run_id in known:
+                continue
+            try:
+                spec = load_spec(run_dir)
+            except YamlDocumentError as exc:
+                log.error("orphan run dir holds an invalid spec", run_id=run_id, error=str(exc))
+                continue
+            self.store.create_run(run_id, spec.name, spec.model_dump_json(), str(run_dir))
+            log.warning("adopted a claimed spec after a crash", run_id=run_id)
+
+    async def reconcile_until_seen(self) -> None:
+        """Before READY: one successful look at Slurm, so intents are settled before anything is submitted."""
+        delay = 1.0
+        while True:
+            if await self.poll_once():
+                return
+            log.warning("slurm not reachable at start-up; retrying", retry_in_s=delay)
+            await anyio.sleep(delay)
+            delay = min(delay * 2, self.settings.slurm.poll_interval_s)
+
+    # ---- queue -----------------------------------------------------------------------------------------
+    async def intake_loop(self) -> None:
+        import watchfiles
+
+        queue = self.settings.queue_dir
+        self.scan_queue()
+        stop = anyio.Event()
+        while True:
+            try:
+                async for _changes in watchfiles.awatch(
+                    queue,
+                    stop_event=stop,
+                    debounce=50,
+                    step=20,
+                    rust_timeout=int(self.settings.spec_settle_s * 1000) + 500,
+                    yield_on_timeout=True,
+                    force_polling=self.settings.watch.force_polling,
+                    poll_delay_ms=int(self.settings.watch.poll_interval_s * 1000),
+                ):
+                    self.beat("intake")
+                    self.scan_queue()
+            except Exception as exc:  # watcher broke (dir removed...): rescan by polling and retry
+                log.error("queue watcher failed; retrying", error=str(exc))
+                self.settings.ensure_dirs()
+                await anyio.sleep(1)
+
+    def scan_queue(self) -> None:
+        claimed, _rejected = self.intake.scan()
+        for c in claimed:
+            self.store.create_run(c.run_id, c.spec.name, c.spec.model_dump_json(), str(c.spec_path))
+        if claimed:
+            self._wake_scheduler.set()
+
+    # ---- submission ------------------------------------------------------------------------------------
+    async def scheduler_loop(self) -> None:
+        while True:
+            self.beat("scheduler")
+            now = self.clock()
+            wait = 5.0
+            for run in self.store.list_runs(include_final=False):
+                due = run.state == RunState.QUEUED or (
+                    run.state == RunState.BACKOFF and (run.next_action_at or 0) <= now
+                )
+                if due and not run.held:
+                    await self.submit_attempt(run)
+                elif run.state == RunState.BACKOFF and run.next_action_at:
+                    wait = min(wait, max(0.05, run.next_action_at - now))
+            with anyio.move_on_after(wait):
+                await self._wake_scheduler.wait()
+            self._wake_scheduler = anyio.Event()
+
+    def spec_of(self, run: RunRow) -> JobSpec:
+        return JobSpec.model_validate_json(run.spec_json)
+
+    def run_dir(self, run: RunRow) -> Path:
+        return self.settings.runs_dir / run.id
+
+    async def submit_attempt(self, run: RunRow) -> AttemptRow | None:
+        spec = self.spec_of(run)
+        overrides = AttemptOverrides.from_dict(run.next_attempt)
+        attempt = self.store.begin_attempt(run.id, lambda n: make_job_name(run.id, n), overrides.to_dict())
+        req = build_submit_request(
+            spec,
+            run_id=run.id,
+            attempt=attempt.n,
+            run_dir=self.run_dir(run),
+            overrides=overrides,
+            python_bin_dir=self.python_bin_dir,
+            script=self.settings.launch_script,
+        )
+        Path(req.env["BASE_LOG_DIR"]).mkdir(parents=True, exist_ok=True)
+        key = (run.id, attempt.n)
+        self.in_flight.add(key)
+        try:
+            job_id = await self.slurm.submit(req)
+        except SlurmRejected as exc:
+            self.store.attempt_not_submitted(run.id, attempt.n, AttemptState.SUBMIT_FAILED, str(exc))
+            self.store.set_run_state(
+                run.id, RunState.FAILED, reason=f"sbatch refused the job: {exc}",
+                event=("failed", f"sbatch refused attempt {attempt.n}: {exc}", {}), attempt=attempt.n,
+            )
+            log.error("sbatch refused the job", run_id=run.id, attempt=attempt.n, error=str(exc))
+            return None
+        except SlurmUnavailable as exc:
+            # The job may or may not exist: the poller settles the intent by its tag.
+            log.warning("sbatch outcome unknown; will reconcile by tag", run_id=run.id, error=str(exc))
+            self._wake_poller.set()
+            return None
+        finally:
+            self.in_flight.discard(key)
+        crash_point("after-sbatch")
+        self.store.attempt_submitted(run.id, attempt.n, job_id)
+        log.info("submitted", run_id=run.id, attempt=attempt.n, job_id=job_id)
+        self._wake_poller.set()
+        return self.store.get_attempt(run.id, attempt.n)
+
+    # ---- Slurm polling ----------------------------------------------------------------------------------
+    def poll_interval(self) -> float:
+        """Fast while something is starting or changing, slow when every run is steady, slower when idle."""
+        s = self.settings.slurm
+        runs = self.store.list_runs(include_final=False)
+        if not runs:
+            return s.idle_poll_interval_s
+        if self.blind_since is not None:
+            return s.poll_interval_s
+        for r in runs:
+            if r.state not in (RunState.RUNNING, RunState.PENDING, RunState.HELD, RunState.BACKOFF):
+                return s.poll_interval_s
+            a = self.store.latest_attempt(r.id)
+            if a is None or a.started_at is None and r.state == RunState.RUNNING:
+                return s.poll_interval_s
+            if r.state == RunState.RUNNING and a.started_at and self.clock() - a.started_at < 120:
+                return s.poll_interval_s
+            if r.state == RunState.PENDING and a.submitted_at and self.clock() - a.submitted_at < 60:
+                return s.poll_interval_s
+        return s.steady_poll_interval_s
+
+    async def poll_loop(self) -> None:
+        while True:
+            self.beat("poller")
+            await self.poll_once()
+            with anyio.move_on_after(self.poll_interval()):
+                await self._wake_poller.wait()
+                await anyio.sleep(0.2)  # let a burst of submissions land in one poll
+            self._wake_poller = anyio.Event()
+
+    async def poll_once(self) -> bool:
+        """One look at Slurm for every open attempt; False if Slurm could not be asked."""
+        open_attempts = self.store.open_attempts()
+        if not open_attempts and not self.store.list_runs(include_final=False):
+            return True
+        try:
+            squeue = await self.slurm.squeue()
+        except SlurmError as exc:
+            self._went_blind(str(exc))
+            return False
+        sacct: list[JobObservation] | None = None
+        ids = sacct_needed(open_attempts, squeue)
+        seen_tags = {o.tag for o in squeue if o.tag}
+        lost_intents = [
+            a.tag for a in open_attempts
+            if a.state == AttemptState.INTENT and (a.run_id, a.n) not in seen_tags
+            and (a.run_id, a.n) not in self.in_flight
+        ]
+        try:
+            sacct = await self.slurm.sacct(ids, names=lost_intents) if (ids or lost_intents) else []
+        except SlurmError as exc:
+            log.warning("sacct failed; concluding nothing about missing jobs", error=str(exc))
+            sacct = None
+        self._sight_restored()
+        updates = reconcile(
+            open_attempts,
+            squeue,
+            sacct,
+            now=self.clock(),
+            grace_s=self.settings.slurm.unknown_grace_s,
+            in_flight=frozenset(self.in_flight),
+        )
+        for u in updates:
+            await self._apply(u.run_id, u.n, u.kind, u.obs, u.missing_since)
+        return True
+
+    def _went_blind(self, error: str) -> None:
+        if self.blind_since is None:
+            self.blind_since = self.clock()
+            log.warning("cannot see slurm; taking no action until it answers", error=error)
+
+    def _sight_restored(self) -> None:
+        if self.blind_since is not None:
+            log.info("slurm answers again", blind_for_s=round(self.clock() - self.blind_since, 1))
+        self.blind_since = None
+        self.last_poll_ok = self.clock()
+
+    async def _apply(
+        self, run_id: str, n: int, kind: UpdateKind, obs: JobObservation | None, missing_since: float | None
+    ) -> None:
+        run = self.store.get_run(run_id)
+        attempt = self.store.get_attempt(run_id, n)
+        if run is None or attempt is None:
+            return
+        if kind == UpdateKind.FOUND and obs is not None:
+            self.store.attempt_submitted(run_id, n, obs.job_id, reconciled=True)
+            log.info("intent reconciled with its job", run_id=run_id, attempt=n, job_id=obs.job_id)
+            return
+        if kind == UpdateKind.NEVER_SUBMITTED:
+            self.store.attempt_not_submitted(run_id, n, AttemptState.NEVER_SUBMITTED,
+                                             "Slurm has no job with this tag: sbatch never ran; submitting again")
+            if not run.state.is_final:
+                self.store.set_run_state(run_id, RunState.QUEUED, next_attempt=attempt.overrides)
+                self._wake_scheduler.set()
+            return
+        if kind == UpdateKind.MISSING:
+            if attempt.unknown_since is None:
+                log.warning("job not visible in Slurm; treating as unknown, not finished", run_id=run_id, attempt=n)
+            self.store.observe_attempt(run_id, n, slurm_state=attempt.slurm_state or "UNKNOWN",
+                                       reason=attempt.reason, nodes=None, unknown_since=missing_since)
+            return
+        if kind == UpdateKind.UNKNOWN:
+            msg = f"job {attempt.job_id} vanished from Slurm (not in squeue or sacct for {self.settings.slurm.unknown_grace_s:.0f}s)"
+            self.store.mark_attempt_unknown(run_id, n, msg)
+            if not run.state.is_final:
+                self.store.set_run_state(run_id, RunState.LOST, reason=msg, event=("lost", msg, {}), attempt=n)
+            await self._emit(run_id, n, StateEvent(run_id, n, attempt.job_id or "", JobState.UNKNOWN, msg, at=self.clock()))
+            return
+        assert obs is not None
+        ended = kind == UpdateKind.ENDED
+        started = obs.state in (JobState.RUNNING, JobState.COMPLETING) or (ended and bool(obs.start_time))
+        changed = (obs.state.value != attempt.slurm_state) or (obs.reason != (attempt.reason or ""))
+        self.store.observe_attempt(
+            run_id, n, slurm_state=obs.state.value, reason=obs.reason, nodes=obs.nodes,
+            exit_code=obs.exit_code, ended=ended, started=started, unknown_since=missing_since,
+        )
+        if not run.state.is_final and run.state not in (RunState.BACKOFF, RunState.QUEUED):
+            if obs.state == JobState.PENDING and run.state != RunState.PENDING and not run.held:
+                self.store.set_run_state(run_id, RunState.PENDING)
+            elif obs.state == JobState.RUNNING and run.state != RunState.RUNNING:
+                self.store.set_run_state(run_id, RunState.RUNNING, event=("running", f"attempt {n} running on {obs.nodes}", {"nodes": obs.nodes}), attempt=n)
+        if changed or ended:
+            if changed and not ended:
+                log.info("job state", run_id=run_id, attempt=n, state=obs.state.value, reason=obs.reason)
+            event = StateEvent(run_id, n, obs.job_id, obs.state, obs.reason, obs.exit_code, obs.signal, obs.nodes,
+                               at=self.clock())
+            if ended:
+                self.store.add_event(run_id, n, "ended", f"attempt {n} ended {obs.state.value}"
+                                     + (f" exit {obs.exit_code}" if obs.exit_code is not None else ""),
+                                     {"state": obs.state.value, "exit_code": obs.exit_code})
+                log.info("job ended", run_id=run_id, attempt=n, state=obs.state.value, exit_code=obs.exit_code)
+            await self._emit(run_id, n, event)
+
+    async def _emit(self, run_id: str, n: int, event: StateEvent) -> None:
+        run = self.store.get_run(run_id)
+        attempt = self.store.get_attempt(run_id, n)
+        if run is None or attempt is None:
+            return
+        if not self.state_handlers and event.state.is_terminal and attempt.state == AttemptState.ENDED:
+            self._default_end(run, attempt, event)
+        for handler in self.state_handlers:
+            try:
+                await handler(run, attempt, event)
+            except Exception:
+                log.exception("state handler failed", run_id=run_id, attempt=n)
+
+    def _default_end(self, run: RunRow, attempt: AttemptRow, event: StateEvent) -> None:
+        """Without rules attached: completed is completed, anything else stops and waits for a human."""
+        if run.state.is_final or attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
+            return
+        if event.state == JobState.COMPLETED:
+            self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
+        else:
+            self.store.set_run_state(
+                run.id, RunState.FAILED,
+                reason=f"{event.state.value}" + (f" exit {event.exit_code}" if event.exit_code is not None else ""),
+            )
+
+    def schedule(self, run_id: str, *, at: float, overrides: AttemptOverrides, reason: str) -> None:
+        self.store.set_run_state(
+            run_id, RunState.BACKOFF, next_action_at=at, next_attempt=overrides.to_dict(),
+            event=("resume-scheduled", reason, json.loads(json.dumps(overrides.to_dict()))),
+        )
+        self._wake_scheduler.set()
+
+    def status_summary(self) -> dict[str, Any]:
+        runs = self.store.list_runs()
+        counts: dict[str, int] = {}
+        for r in runs:
+            counts[r.state.value] = counts.get(r.state.value, 0) + 1
+        return {"counts": counts, "blind_since": self.blind_since}

@@ -1,0 +1,202 @@
+"""Pure parsers for Slurm's text output (tested on recorded output of Slurm 22.05).
+
+We parse `-o`/`-P` text rather than `--json`: in 22.05 `squeue --json`
+ignores `-j`/`-t` and `sacct --json` reports failed exit codes as success.
+A line we can't read is reported, never guessed at.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from supervisor.events import JobState
+
+# One squeue call for every job of the user; the fields are joined with '|' and our own
+# job names and comments never contain one.
+SQUEUE_FIELDS = ("%i", "%j", "%T", "%r", "%k", "%N", "%S", "%M", "%l")
+SQUEUE_FORMAT = "|".join(SQUEUE_FIELDS)
+SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "Comment", "NodeList", "Start", "End", "Elapsed", "Reason")
+
+_STATE_ALIASES = {
+    "CA": JobState.CANCELLED,
+    "CD": JobState.COMPLETED,
+    "CF": JobState.CONFIGURING,
+    "CG": JobState.COMPLETING,
+    "F": JobState.FAILED,
+    "NF": JobState.NODE_FAIL,
+    "OOM": JobState.OUT_OF_MEMORY,
+    "PD": JobState.PENDING,
+    "PR": JobState.PREEMPTED,
+    "R": JobState.RUNNING,
+    "RQ": JobState.REQUEUED,
+    "RS": JobState.RESIZING,
+    "S": JobState.SUSPENDED,
+    "TO": JobState.TIMEOUT,
+    "BF": JobState.BOOT_FAIL,
+    "DL": JobState.DEADLINE,
+    "REQUEUE_FED": JobState.REQUEUED,
+    "REQUEUE_HOLD": JobState.PENDING,
+    "SPECIAL_EXIT": JobState.FAILED,
+    "STOPPED": JobState.SUSPENDED,
+    "SIGNALING": JobState.RUNNING,
+    "STAGE_OUT": JobState.COMPLETING,
+    "RESV_DEL_HOLD": JobState.PENDING,
+    "REVOKED": JobState.CANCELLED,
+}
+
+_TAG_RE = re.compile(r"shepherd:run=(?P<run>[A-Za-z0-9._-]+):attempt=(?P<attempt>\d+)")
+_NAME_RE = re.compile(r"shep-(?P<run>[A-Za-z0-9._-]+)-a(?P<attempt>\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class JobObservation:
+    """What Slurm said about one job, at one moment."""
+
+    job_id: str
+    name: str
+    state: JobState
+    reason: str = ""
+    comment: str = ""
+    nodes: str = ""
+    start_time: str = ""
+    exit_code: int | None = None
+    signal: int | None = None
+    source: str = "squeue"
+
+    @property
+    def tag(self) -> tuple[str, int] | None:
+        """(run id, attempt) from our `--comment`, else from our job name (sacct -c has no comment)."""
+        m = _TAG_RE.search(self.comment) or _NAME_RE.fullmatch(self.name)
+        return (m["run"], int(m["attempt"])) if m else None
+
+
+@dataclass(frozen=True, slots=True)
+class ParseProblem:
+    line_no: int
+    line: str
+    reason: str
+
+
+def parse_state(text: str) -> JobState:
+    """`RUNNING`, `R`, `CANCELLED by 0`, `FAILED+` ... -> JobState; anything else is UNKNOWN."""
+    word = text.strip().split(" ", 1)[0].rstrip("+")
+    if not word:
+        return JobState.UNKNOWN
+    try:
+        return JobState(word)
+    except ValueError:
+        return _STATE_ALIASES.get(word, JobState.UNKNOWN)
+
+
+def parse_exit_code(text: str) -> tuple[int | None, int | None]:
+    """sacct's `3:0` is (exit status, signal)."""
+    m = re.fullmatch(r"\s*(\d+):(\d+)\s*", text)
+    if not m:
+        return None, None
+    return int(m[1]), int(m[2])
+
+
+def _blank(value: str) -> str:
+    value = value.strip()
+    return "" if value in {"(null)", "None", "N/A", "Unknown", "None assigned"} else value
+
+
+def parse_squeue(output: str) -> tuple[list[JobObservation], list[ParseProblem]]:
+    """Parse `squeue -h -o SQUEUE_FORMAT` output."""
+    jobs: list[JobObservation] = []
+    problems: list[ParseProblem] = []
+    for i, line in enumerate(output.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("|")
+        if len(parts) != len(SQUEUE_FIELDS):
+            problems.append(ParseProblem(i, line, f"expected {len(SQUEUE_FIELDS)} fields, got {len(parts)}"))
+            continue
+        job_id, name, state, reason, comment, nodes, start, _elapsed, _limit = parts
+        if not re.fullmatch(r"\d+(_\d+|_\[[^\]]*\])?(\+\d+)?", job_id.strip()):
+            problems.append(ParseProblem(i, line, f"not a job id: {job_id!r}"))
+            continue
+        parsed = parse_state(state)
+        if parsed is JobState.UNKNOWN:
+            problems.append(ParseProblem(i, line, f"unknown state {state!r}"))
+        jobs.append(
+            JobObservation(
+                job_id=job_id.strip(),
+                name=name.strip(),
+                state=parsed,
+                reason=_blank(reason),
+                comment=_blank(comment),
+                nodes=_blank(nodes),
+                start_time=_blank(start),
+            )
+        )
+    return jobs, problems
+
+
+def parse_sacct(output: str) -> tuple[list[JobObservation], list[ParseProblem]]:
+    """Parse `sacct -P -n -X -o <SACCT_FIELDS>` output (also `sacct -c`, whose fields may be blank)."""
+    jobs: list[JobObservation] = []
+    problems: list[ParseProblem] = []
+    for i, line in enumerate(output.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("|")
+        if len(parts) < len(SACCT_FIELDS):
+            problems.append(ParseProblem(i, line, f"expected {len(SACCT_FIELDS)} fields, got {len(parts)}"))
+            continue
+        # A comment may itself contain '|': the fields after it are fixed, so rejoin from both ends.
+        extra = len(parts) - len(SACCT_FIELDS)
+        job_id, name, state, exit_code = parts[0], parts[1], parts[2], parts[3]
+        comment = "|".join(parts[4 : 5 + extra])
+        nodes, start, _end, _elapsed, reason = parts[5 + extra :]
+        if "." in job_id:  # job steps: -X should drop them, but be safe
+            continue
+        code, sig = parse_exit_code(exit_code)
+        parsed = parse_state(state)
+        if parsed is JobState.UNKNOWN:
+            problems.append(ParseProblem(i, line, f"unknown state {state!r}"))
+        jobs.append(
+            JobObservation(
+                job_id=job_id.strip(),
+                name=name.strip(),
+                state=parsed,
+                reason=_blank(reason),
+                comment=_blank(comment),
+                nodes=_blank(nodes),
+                start_time=_blank(start),
+                exit_code=code,
+                signal=sig,
+                source="sacct",
+            )
+        )
+    return jobs, problems
+
+
+def parse_sbatch_parsable(output: str) -> str:
+    """`sbatch --parsable` prints `<jobid>` or `<jobid>;<cluster>`; anything else is an error."""
+    line = output.strip().splitlines()[-1] if output.strip() else ""
+    job_id = line.split(";", 1)[0].strip()
+    if not job_id.isdigit():
+        raise ValueError(f"unexpected sbatch output: {output.strip()[:200]!r}")
+    return job_id
+
+
+def make_comment(run_id: str, attempt: int) -> str:
+    return f"shepherd:run={run_id}:attempt={attempt}"
+
+
+def make_job_name(run_id: str, attempt: int) -> str:
+    return f"shep-{run_id}-a{attempt}"
+
+
+_UNREACHABLE = re.compile(
+    r"Unable to contact slurm controller|Socket timed out|Connection refused|Zero Bytes were transmitted"
+    r"|Transport endpoint|slurm_load_jobs error: Unable|Communication connection failure|Munge",
+    re.IGNORECASE,
+)
+
+
+def looks_unreachable(stderr: str) -> bool:
+    """Errors that mean "could not ask", as opposed to "Slurm said no"."""
+    return bool(_UNREACHABLE.search(stderr))

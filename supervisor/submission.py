@@ -1,0 +1,131 @@
+"""Turn (spec, attempt, resume overrides) into one sbatch request: a pure function.
+
+Keeping this pure means the exact argv of every attempt can be tested without
+Slurm, and a resume's fix (an env patch, an excluded node) is visibly data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from supervisor.slurm.client import SubmitRequest
+from supervisor.slurm.parse import make_comment, make_job_name
+from supervisor.spec import JobSpec
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptOverrides:
+    """What a resume changes relative to the spec."""
+
+    checkpoint: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    sbatch_args: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    reason: str = ""
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AttemptOverrides:
+        return cls(
+            checkpoint=d.get("checkpoint"),
+            env=dict(d.get("env") or {}),
+            sbatch_args=tuple(d.get("sbatch_args") or ()),
+            exclude=tuple(d.get("exclude") or ()),
+            reason=str(d.get("reason") or ""),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "checkpoint": self.checkpoint,
+            "env": dict(self.env),
+            "sbatch_args": list(self.sbatch_args),
+            "exclude": list(self.exclude),
+            "reason": self.reason,
+        }
+
+
+def launch_script() -> Path:
+    """The ray.sub shipped inside the package."""
+    return Path(str(resources.files("supervisor") / "launch" / "ray.sub"))
+
+
+def base_log_dir(spec: JobSpec, run_dir: Path) -> Path:
+    return spec.log_dir if spec.log_dir is not None else run_dir / "logs"
+
+
+def build_submit_request(
+    spec: JobSpec,
+    *,
+    run_id: str,
+    attempt: int,
+    run_dir: Path,
+    overrides: AttemptOverrides,
+    python_bin_dir: Path | None = None,
+    script: Path | None = None,
+) -> SubmitRequest:
+    s = spec.slurm
+    log_dir = base_log_dir(spec, run_dir)
+    opts = [
+        f"--job-name={make_job_name(run_id, attempt)}",
+        f"--comment={make_comment(run_id, attempt)}",
+        f"--nodes={s.nodes}",
+        "--ntasks-per-node=1",
+        f"--cpus-per-task={s.cpus}",
+        f"--output={log_dir}/slurm-%j.out",
+        "--export=ALL",
+    ]
+    if spec.workdir is not None:
+        opts.append(f"--chdir={spec.workdir}")
+    if s.partition:
+        opts.append(f"--partition={s.partition}")
+    if s.account:
+        opts.append(f"--account={s.account}")
+    if s.qos:
+        opts.append(f"--qos={s.qos}")
+    if s.mem:
+        opts.append(f"--mem={s.mem}")
+    if s.time:
+        opts.append(f"--time={s.time}")
+    if s.gpus_per_node:
+        opts.append(f"--gres=gpu:{s.gpus_per_node}")
+    if s.signal:
+        opts.append(f"--signal={s.signal}")
+    exclude = sorted({*s.exclude, *overrides.exclude})
+    if exclude:
+        opts.append(f"--exclude={','.join(exclude)}")
+    opts.extend(s.extra_args)
+    opts.extend(overrides.sbatch_args)
+
+    argv = spec.argv()
+    if overrides.checkpoint and spec.resume.pass_checkpoint:
+        argv = [*argv, *(a.replace("{checkpoint}", overrides.checkpoint) for a in spec.resume.pass_checkpoint)]
+
+    env: dict[str, str] = {}
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    if python_bin_dir is not None:
+        path = f"{python_bin_dir}{os.pathsep}{path}"
+        ray_bin = python_bin_dir / "ray"
+        if ray_bin.exists():
+            env["SHEPHERD_RAY_BIN"] = str(ray_bin)
+    env["PATH"] = path
+    env.update(spec.env)
+    env.update(overrides.env)
+    env["BASE_LOG_DIR"] = str(log_dir)
+    env["SHEPHERD_RUN_ID"] = run_id
+    env["SHEPHERD_ATTEMPT"] = str(attempt)
+    if overrides.checkpoint:
+        env["SHEPHERD_RESUME_FROM"] = overrides.checkpoint
+    if spec.container is not None:
+        env["CONTAINER"] = spec.container.image
+        env["MOUNTS"] = ",".join(spec.container.mounts)
+    return SubmitRequest(
+        script=script or launch_script(),
+        script_args=argv,
+        options=opts,
+        env=env,
+        workdir=spec.workdir or run_dir,
+    )

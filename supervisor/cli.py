@@ -54,7 +54,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     settings.queue_dir.mkdir(parents=True, exist_ok=True)
     run_id = new_run_id(spec.name, time.time())
     tmp = settings.queue_dir / f".{run_id}.yaml.tmp"
-    tmp.write_bytes(path.read_bytes())
+    data = path.read_bytes()
+    if spec.workdir is None:
+        # Like sbatch: a job runs where it was submitted from, unless the spec says otherwise.
+        data = data.rstrip(b"\n") + b"\n" + f"workdir: {json.dumps(str(Path.cwd()))}\n".encode()
+    tmp.write_bytes(data)
     os.replace(tmp, settings.queue_dir / f"{run_id}.yaml")  # atomic: the daemon never sees half a file
     print(run_id)
     return 0

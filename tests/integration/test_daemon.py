@@ -1,0 +1,101 @@
+"""The daemon end to end on the real dev Slurm cluster: submit, track, fail, crash, controller outage."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.daemon import REPO, DaemonProcess, wait_for
+
+pytestmark = pytest.mark.slurm
+
+
+def write_spec(path: Path, name: str, command: str, **slurm: Any) -> Path:
+    lines = [f"name: {name}", f"command: {command}", f"workdir: {REPO}", "slurm:", "  cpus: 1", '  time: "00:10:00"']
+    lines += [f"  {k}: {v}" for k, v in slurm.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def squeue_names(env: dict[str, str]) -> list[str]:
+    out = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%j"], env=env, capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, slurm_cluster: Any) -> Any:
+    d = DaemonProcess(tmp_path / "root", env=slurm_cluster.env)
+    yield d
+    d.stop()
+
+
+def test_hello_ray_spec_runs_as_a_ray_job_and_is_tracked_to_completion(daemon: DaemonProcess) -> None:
+    daemon.start()
+    run = daemon.submit(REPO / "examples" / "hello-ray.yaml")
+    final = daemon.wait_state(run, {"COMPLETED", "FAILED"}, timeout=180)
+    detail = daemon.status(run)
+    assert final["state"] == "COMPLETED", detail
+    kinds = [e["kind"] for e in detail["events"]]
+    assert kinds.index("submitted") < kinds.index("running") < kinds.index("ended")
+    job = detail["slurm_job_id"]
+    logs = daemon.root / "runs" / run / "logs" / f"{job}-logs"
+    assert (logs / "STARTED_RAY_HEAD").exists()
+    assert (logs / "ray-head.log").stat().st_size > 0
+    assert "HELLO-RAY-OK" in (logs / "ray-driver.log").read_text()
+
+
+def test_a_failing_job_ends_failed_with_its_exit_code(daemon: DaemonProcess, tmp_path: Path) -> None:
+    daemon.start()
+    run = daemon.submit(write_spec(tmp_path / "fail.yaml", "fails", '"echo about to fail; exit 3"'))
+    final = daemon.wait_state(run, {"FAILED", "COMPLETED"}, timeout=180)
+    assert final["state"] == "FAILED"
+    assert final["exit_code"] == 3
+
+
+def test_a_pending_reason_is_reported_while_pending_and_cancel_works(daemon: DaemonProcess, tmp_path: Path) -> None:
+    daemon.start()
+    spec = write_spec(tmp_path / "later.yaml", "later", '["sleep", "5"]', extra_args='["--begin=now+3600"]')
+    run = daemon.submit(spec)
+    pending = wait_for(lambda: (s := daemon.status(run))["pending_reason"] and s, 60, what="pending reason")
+    assert pending["state"] == "PENDING" and pending["pending_reason"] == "BeginTime"
+    assert "BeginTime" in daemon.cli("status").stdout
+    daemon.cli("cancel", run)
+    assert daemon.wait_state(run, "CANCELLED")["state"] == "CANCELLED"
+
+
+def test_sigkill_between_sbatch_and_commit_leaves_exactly_one_job(
+    daemon: DaemonProcess, tmp_path: Path, slurm_cluster: Any
+) -> None:
+    daemon.start(extra_env={"SHEPHERD_CRASH_AT": "after-sbatch"})
+    run = daemon.submit(write_spec(tmp_path / "once.yaml", "once", '["sleep", "3"]'))
+    assert daemon.wait_exit(60) == -9  # it really died right after sbatch returned
+    names = [n for n in squeue_names(slurm_cluster.env) if n.startswith(f"shep-{run}-")]
+    assert names == [f"shep-{run}-a1"]
+    daemon.proc = None
+    daemon.start()
+    final = daemon.wait_state(run, "COMPLETED", timeout=120)
+    assert final["attempts"] == 1
+    names = [n for n in squeue_names(slurm_cluster.env) if n.startswith(f"shep-{run}-")]
+    assert names == [f"shep-{run}-a1"]
+    assert "found by its tag after a restart" in " ".join(e["message"] for e in daemon.status(run)["events"])
+
+
+def test_slurmctld_outage_marks_nothing_failed_and_tracking_resumes(
+    daemon: DaemonProcess, tmp_path: Path, slurm_cluster: Any
+) -> None:
+    daemon.start()
+    run = daemon.submit(write_spec(tmp_path / "long.yaml", "long", '["sleep", "40"]'))
+    daemon.wait_state(run, "RUNNING", timeout=60)
+    slurm_cluster.ctld_stop()
+    try:
+        time.sleep(20)  # several failed polls (each squeue takes ~9 s to give up)
+        s = daemon.status(run)
+        assert s["state"] == "RUNNING", s
+    finally:
+        slurm_cluster.ctld_start()
+    assert daemon.wait_state(run, "COMPLETED", timeout=120)["attempts"] == 1
+    assert "cannot see slurm" in daemon.log_text()

@@ -23,6 +23,8 @@ from anyio.abc import TaskGroup
 from supervisor.events import JobState, StateEvent
 from supervisor.faultpoints import crash_point
 from supervisor.intake import Intake
+from supervisor.service.sdnotify import Notifier
+from supervisor.service.watchdog import HeartbeatRegistry, StatusSummary, Watchdog, format_status
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmClient, SlurmError, SlurmRejected, SlurmUnavailable
 from supervisor.slurm.parse import JobObservation, make_job_name
@@ -62,7 +64,15 @@ class Daemon:
         self.last_poll_ok: float | None = None
         self.ready = anyio.Event()
         self.state_handlers: list[StateHandler] = []
-        self.heartbeats: dict[str, float] = {}
+        self.sd = Notifier()
+        self.heartbeats = HeartbeatRegistry()
+        slow = settings.slurm
+        # How long each loop may stay silent before the watchdog calls it wedged.
+        self.loop_allowance = {
+            "intake": 60.0,
+            "scheduler": 60.0 + 2 * slow.command_timeout_s,
+            "poller": max(slow.idle_poll_interval_s, slow.steady_poll_interval_s) + 4 * slow.command_timeout_s + 30,
+        }
         self._wake_scheduler = anyio.Event()
         self._wake_poller = anyio.Event()
         self._tg: TaskGroup | None = None
@@ -72,15 +82,21 @@ class Daemon:
     async def run(self, *, extra_tasks: list[Callable[[], Coroutine[Any, Any, None]]] | None = None) -> None:
         self.settings.ensure_dirs()
         self.adopt_orphans()
-        await self.reconcile_until_seen()
-        self.ready.set()
-        log.info("daemon ready", root=str(self.settings.root), runs=len(self.store.list_runs(include_final=False)))
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self._signals, tg)
+            # READY=1 only once state is loaded and every intent is reconciled with Slurm.
+            await self.reconcile_until_seen()
+            self.ready.set()
+            self.sd.ready(self.status_line())
+            log.info("daemon ready", root=str(self.settings.root),
+                     runs=len(self.store.list_runs(include_final=False)))
+            for name, allowance in self.loop_allowance.items():
+                self.heartbeats.register(name, allowance)
             tg.start_soon(self.intake_loop)
             tg.start_soon(self.scheduler_loop)
             tg.start_soon(self.poll_loop)
+            tg.start_soon(Watchdog(self.heartbeats, self.sd, status=self.status_summary_for_systemd).run)
             for task in extra_tasks or []:
                 tg.start_soon(task)
 
@@ -88,11 +104,25 @@ class Daemon:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 log.info("stopping", signal=signal.Signals(signum).name)
+                self.sd.stopping()
                 tg.cancel_scope.cancel()
                 return
 
     def beat(self, loop: str) -> None:
-        self.heartbeats[loop] = self.clock()
+        if loop in self.heartbeats.names:
+            self.heartbeats.beat(loop)
+
+    def status_summary_for_systemd(self) -> StatusSummary:
+        runs = self.store.list_runs(include_final=False)
+        active = sum(1 for r in runs if r.state == RunState.RUNNING)
+        pending = sum(1 for r in runs if r.state in (RunState.PENDING, RunState.QUEUED, RunState.SUBMITTING,
+                                                      RunState.BACKOFF, RunState.HELD))
+        failed = sum(1 for r in self.store.list_runs() if r.state in (RunState.FAILED, RunState.LOST))
+        blind = self.clock() - self.blind_since if self.blind_since is not None else None
+        return StatusSummary(active=active, pending=pending, failed=failed, blind_for_s=blind)
+
+    def status_line(self) -> str:
+        return format_status(self.status_summary_for_systemd())
 
     def adopt_orphans(self) -> None:
         """A crash between claiming a spec (rename) and recording the run leaves a run dir with no row."""
@@ -119,6 +149,8 @@ class Daemon:
             if await self.poll_once():
                 return
             log.warning("slurm not reachable at start-up; retrying", retry_in_s=delay)
+            self.sd.extend_timeout(delay + 2 * self.settings.slurm.command_timeout_s)
+            self.sd.status(f"starting: waiting for slurm ({self.status_line()})")
             await anyio.sleep(delay)
             delay = min(delay * 2, self.settings.slurm.poll_interval_s)
 

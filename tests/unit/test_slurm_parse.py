@@ -91,6 +91,8 @@ def test_every_recorded_squeue_and_sacct_file_parses_without_problems() -> None:
         assert problems == [], f
         checked += 1
     for f in sorted(DATA.glob("sacct*.txt")):
+        if "all_fields" in f.name:  # a different -o list, kept for reference
+            continue
         _, problems = parse_sacct(f.read_text())
         assert problems == [], f
         checked += 1

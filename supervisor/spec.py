@@ -125,6 +125,10 @@ class JobSpec(_Strict):
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
     container: ContainerSpec | None = None
     log_dir: Path | None = Field(default=None, description="BASE_LOG_DIR: <log_dir>/<jobid>-logs/ is written there")
+    trainer_log_dir: Path | None = Field(
+        default=None,
+        description="the trainer's logger.log_dir: exp_NNN/tensorboard, exp_NNN/metrics.jsonl and status.json",
+    )
     checkpoint: CheckpointSpec | None = None
     resume: ResumeSpec = Field(default_factory=ResumeSpec)
     rules: RulesSpec = Field(default_factory=RulesSpec)
@@ -163,7 +167,12 @@ class JobSpec(_Strict):
 
     @model_validator(mode="after")
     def _paths_absolute(self) -> JobSpec:
-        for label, p in (("workdir", self.workdir), ("log_dir", self.log_dir), ("shared_cache_dir", self.shared_cache_dir)):
+        for label, p in (
+            ("workdir", self.workdir),
+            ("log_dir", self.log_dir),
+            ("shared_cache_dir", self.shared_cache_dir),
+            ("trainer_log_dir", self.trainer_log_dir),
+        ):
             if p is not None and not p.is_absolute():
                 raise ValueError(f"{label} must be an absolute path")
         if self.checkpoint is not None and not self.checkpoint.dir.is_absolute():

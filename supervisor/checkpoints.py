@@ -1,0 +1,204 @@
+"""Checkpoint discovery and ranking (NeMo RL layout: ``step_N/`` holding ``training_info.json``).
+
+The core is pure over a directory listing so it can be tested without files;
+`list_checkpoint_dir` is the thin I/O shell. A checkpoint counts only once it
+is complete: ``tmp_step_N`` is a save in progress and a ``step_N`` without
+``training_info.json`` was interrupted mid-save.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+STEP_DIR_RE = re.compile(r"^step_(\d+)$")
+INFO_FILE = "training_info.json"
+
+Listing = tuple[str, Mapping[str, Any] | None, bool]  # (dir name, training_info or None, is_complete)
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    name: str
+    step: int
+    metric: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The checkpoint to resume from (None: start from scratch) and why, in words for `shepherd status`."""
+
+    checkpoint: Checkpoint | None
+    reason: str
+    skipped: tuple[str, ...] = ()
+
+
+def metric_value(info: Mapping[str, Any] | None, metric: str | None) -> float | None:
+    """Read ``val:accuracy`` / ``train:reward_mean`` / a plain key from training_info, however nested."""
+    if info is None or not metric:
+        return None
+    candidates: list[Any] = [info.get(metric)]
+    if ":" in metric:
+        prefix, name = metric.split(":", 1)
+        nested = info.get(prefix)
+        candidates += [
+            nested.get(name) if isinstance(nested, Mapping) else None,
+            info.get(f"{prefix}_{name}"),
+            info.get(f"{prefix}/{name}"),
+            info.get(name),
+        ]
+    metrics = info.get("metrics")
+    if isinstance(metrics, Mapping):
+        candidates += [metrics.get(metric), metrics.get(metric.split(":", 1)[-1])]
+    for v in candidates:
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+            return float(v)
+    return None
+
+
+def discover(entries: Iterable[Listing], metric: str | None = None) -> list[Checkpoint]:
+    """Complete ``step_N`` checkpoints, newest first; ``tmp_*`` and incomplete ones are ignored."""
+    found = []
+    for name, info, complete in entries:
+        m = STEP_DIR_RE.match(name)
+        if m is None or not complete or info is None:
+            continue
+        found.append(Checkpoint(name=name, step=int(m.group(1)), metric=metric_value(info, metric)))
+    found.sort(key=lambda c: -c.step)
+    return found
+
+
+def rank(checkpoints: Iterable[Checkpoint], higher_is_better: bool = True) -> list[Checkpoint]:
+    """Best first; ties go to the newer step (as NeMo RL's retention does); no metric ranks last."""
+
+    def key(c: Checkpoint) -> tuple[int, float, int]:
+        if c.metric is None:
+            return (1, 0.0, -c.step)
+        return (0, -c.metric if higher_is_better else c.metric, -c.step)
+
+    return sorted(checkpoints, key=key)
+
+
+def top_k(
+    checkpoints: Iterable[Checkpoint], k: int | None, higher_is_better: bool = True
+) -> list[Checkpoint]:
+    """What the trainer keeps: the k best by metric, plus the latest (never deleted); all when k is None."""
+    cps = list(checkpoints)
+    if k is None or not cps:
+        return cps
+    kept = rank(cps, higher_is_better)[:k]
+    latest = max(cps, key=lambda c: c.step)
+    if latest not in kept:
+        kept.append(latest)
+    return kept
+
+
+def candidates(
+    checkpoints: Iterable[Checkpoint],
+    selector: str = "latest",
+    *,
+    higher_is_better: bool = True,
+    keep_top_k: int | None = None,
+) -> list[Checkpoint]:
+    """Checkpoints in the order to try them for `selector` (``latest``, ``best`` or ``step_N``)."""
+    cps = list(checkpoints)
+    kept = top_k(cps, keep_top_k, higher_is_better)
+    rest = [c for c in cps if c not in kept]
+    by_step = sorted(kept, key=lambda c: -c.step) + sorted(rest, key=lambda c: -c.step)
+    if selector == "latest":
+        return by_step
+    if selector == "best":
+        ranked = rank(kept, higher_is_better) + rank(rest, higher_is_better)
+        return ranked
+    m = re.fullmatch(r"step_(\d+)", selector)
+    if m is None:
+        raise ValueError(f"unknown checkpoint selector {selector!r}: use latest, best or step_N")
+    want = int(m.group(1))
+    exact = [c for c in cps if c.step == want]
+    return exact + [c for c in by_step if c.step != want]
+
+
+def choose(
+    checkpoints: Iterable[Checkpoint],
+    selector: str = "latest",
+    *,
+    higher_is_better: bool = True,
+    keep_top_k: int | None = None,
+    exists: Callable[[str], bool] = lambda _name: True,
+) -> Choice:
+    """Pick the checkpoint to resume from; one that vanished since the listing falls back to the next."""
+    order = candidates(checkpoints, selector, higher_is_better=higher_is_better, keep_top_k=keep_top_k)
+    if selector.startswith("step_") and (not order or order[0].name != selector):
+        missing = [selector]
+    else:
+        missing = []
+    skipped: list[str] = []
+    for i, cp in enumerate(order):
+        if not exists(cp.name):
+            skipped.append(cp.name)
+            continue
+        gone = missing + skipped
+        if not gone:
+            what = "best" if selector == "best" else ("latest" if selector == "latest" else "requested")
+            metric = f", metric {cp.metric:g}" if cp.metric is not None else ""
+            return Choice(cp, f"resuming from {cp.name} ({what}{metric})")
+        note = "; ".join(f"{g} vanished" if g in skipped else f"{g} not found" for g in gone)
+        rank_word = "next latest" if selector != "best" else "next best"
+        log.info("checkpoint fallback", wanted=gone[0], chosen=cp.name, position=i)
+        return Choice(cp, f"{note}: falling back to {cp.name} ({rank_word})", tuple(skipped))
+    if missing or skipped:
+        names = ", ".join(missing + skipped)
+        return Choice(None, f"no usable checkpoint ({names} gone): starting from scratch", tuple(skipped))
+    return Choice(None, "no complete checkpoint yet: starting from scratch")
+
+
+# ----------------------------------------------------------------------------- I/O shell
+
+
+def list_checkpoint_dir(path: Path) -> list[Listing]:
+    """List ``path`` as (name, training_info, complete); unreadable info counts as incomplete."""
+    out: list[Listing] = []
+    try:
+        children = sorted(path.iterdir())
+    except FileNotFoundError:
+        return out
+    for child in children:
+        if not child.is_dir():
+            continue
+        info: Mapping[str, Any] | None = None
+        try:
+            loaded = json.loads((child / INFO_FILE).read_text(encoding="utf-8"))
+            info = loaded if isinstance(loaded, dict) else None
+        except (OSError, ValueError):
+            info = None
+        out.append((child.name, info, info is not None))
+    return out
+
+
+def choose_in_dir(
+    path: Path,
+    selector: str = "latest",
+    *,
+    metric: str | None = None,
+    higher_is_better: bool = True,
+    keep_top_k: int | None = None,
+) -> tuple[Choice, Path | None]:
+    """Discover, rank and choose in a real checkpoint dir (re-checking existence at choice time)."""
+    cps = discover(list_checkpoint_dir(path), metric)
+    choice = choose(
+        cps,
+        selector,
+        higher_is_better=higher_is_better,
+        keep_top_k=keep_top_k,
+        exists=lambda name: (path / name / INFO_FILE).is_file(),
+    )
+    return choice, (path / choice.checkpoint.name if choice.checkpoint else None)

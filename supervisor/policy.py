@@ -1,0 +1,218 @@
+"""The resume policy: pure functions over a run's attempt history.
+
+What the best supervisors get wrong, and what this does instead:
+
+* budgets count consecutive failures *without progress* (a newer complete
+  checkpoint, or a configured number of steps, resets them) so a long run that
+  keeps advancing is never abandoned, and one that loops is stopped early;
+* deterministic signatures (OOM without a config change, a bad path) get one
+  retry, others three; both per rule;
+* time limits and preemptions are the chain working and cost nothing, unless
+  the attempt never wrote a checkpoint (then it is a loop in disguise);
+* the same signature N times in a row stops, whatever the budget says;
+* thrashing (> 4 failures in 10 min, > 10 in an hour) stops;
+* backoff doubles from 60 s to 30 min and resets after 10 min of healthy running.
+
+Every decision carries a human reason for ``shepherd status``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+FREE_CATEGORIES = frozenset({"time_limit", "preemption"})
+FAILURE_CATEGORIES = frozenset({"failure", "node_failure", "stall"})
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """One attempt as the policy sees it: how it ended (the deciding rule's category) and what it achieved."""
+
+    attempt: int
+    category: str  # a rule category: failure, node_failure, stall, time_limit, preemption, completed, ...
+    started_at: float | None = None  # when it started RUNNING; None: it never ran
+    ended_at: float | None = None
+    rule: str | None = None
+    signature: str | None = None
+    retryable: bool = True
+    deterministic: bool = False
+    max_retries: int | None = None  # the rule's own budget; None: the policy default
+    checkpoint_before: int | None = None  # newest complete checkpoint step when the attempt started
+    checkpoint_after: int | None = None  # ... and when it ended
+    step_before: int | None = None
+    step_after: int | None = None
+
+    @property
+    def runtime(self) -> float:
+        if self.started_at is None or self.ended_at is None:
+            return 0.0
+        return max(0.0, self.ended_at - self.started_at)
+
+    @property
+    def wrote_checkpoint(self) -> bool:
+        if self.checkpoint_after is None:
+            return False
+        return self.checkpoint_before is None or self.checkpoint_after > self.checkpoint_before
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyConfig:
+    max_retries: int = 3
+    deterministic_max_retries: int = 1
+    progress_steps: int | None = None  # steps that count as progress even without a new checkpoint
+    same_signature_limit: int = 4
+    thrash_window_s: float = 600.0
+    thrash_max: int = 4  # more than this many failures in thrash_window_s stops
+    thrash_long_window_s: float = 3600.0
+    thrash_long_max: int = 10
+    backoff_base_s: float = 60.0
+    backoff_cap_s: float = 1800.0
+    healthy_s: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: Literal["resume", "give_up", "complete", "none"]
+    at: float  # when to act (resume time after backoff)
+    reason: str
+    alert: bool = False
+    budget_left: int | None = None
+    budget_total: int | None = None
+    backoff_s: float = 0.0
+    consecutive_failures: int = 0
+
+
+def made_progress(a: AttemptRecord, cfg: PolicyConfig) -> bool:
+    if a.wrote_checkpoint:
+        return True
+    if cfg.progress_steps is not None and a.step_before is not None and a.step_after is not None:
+        return a.step_after - a.step_before >= cfg.progress_steps
+    return False
+
+
+def counts_as_failure(a: AttemptRecord) -> bool:
+    """Time limits and preemptions are free, unless the attempt never wrote a checkpoint."""
+    if a.category in FREE_CATEGORIES:
+        return not a.wrote_checkpoint
+    return a.category in FAILURE_CATEGORIES
+
+
+def consecutive_failures(history: Sequence[AttemptRecord], cfg: PolicyConfig) -> int:
+    """Failures since the last attempt that made progress (a failing attempt that progressed counts as 1)."""
+    n = 0
+    for a in reversed(history):
+        if counts_as_failure(a):
+            n += 1
+        if made_progress(a, cfg):
+            break
+    return n
+
+
+def budget_for(a: AttemptRecord, cfg: PolicyConfig) -> int:
+    if a.max_retries is not None:
+        return a.max_retries
+    return cfg.deterministic_max_retries if a.deterministic else cfg.max_retries
+
+
+def same_signature_streak(history: Sequence[AttemptRecord]) -> int:
+    """How many failures in a row (free attempts skipped) share the last failure's signature."""
+    fails = [a for a in history if counts_as_failure(a)]
+    if not fails or fails[-1].signature is None:
+        return 0
+    sig = fails[-1].signature
+    n = 0
+    for a in reversed(fails):
+        if a.signature != sig:
+            break
+        n += 1
+    return n
+
+
+def backoff_s(history: Sequence[AttemptRecord], cfg: PolicyConfig) -> tuple[float, int]:
+    """(delay, failures counted): doubling per failure in a row, reset by a healthy stretch of running."""
+    n = 0
+    for a in reversed(history):
+        if not counts_as_failure(a):
+            if a.category in FREE_CATEGORIES:
+                continue
+            break
+        n += 1
+        if a.runtime >= cfg.healthy_s:
+            break
+    if n == 0:
+        return 0.0, 0
+    return min(cfg.backoff_cap_s, cfg.backoff_base_s * 2 ** (n - 1)), n
+
+
+def _thrashing(history: Sequence[AttemptRecord], now: float, cfg: PolicyConfig) -> str | None:
+    ends = [a.ended_at for a in history if counts_as_failure(a) and a.ended_at is not None]
+    short = sum(1 for t in ends if now - t <= cfg.thrash_window_s)
+    if short > cfg.thrash_max:
+        return f"thrashing: {short} failures in {cfg.thrash_window_s / 60:.0f} min"
+    long = sum(1 for t in ends if now - t <= cfg.thrash_long_window_s)
+    if long > cfg.thrash_long_max:
+        return f"thrashing: {long} failures in {cfg.thrash_long_window_s / 60:.0f} min"
+    return None
+
+
+def decide(history: Sequence[AttemptRecord], now: float, cfg: PolicyConfig | None = None) -> Decision:
+    """What to do after the last attempt in `history` ended."""
+    cfg = cfg or PolicyConfig()
+    if not history:
+        return Decision("none", now, "no attempt yet")
+    last = history[-1]
+    what = last.rule or last.category
+    if last.category == "completed":
+        return Decision("complete", now, "completed")
+    if not last.retryable:
+        return Decision("give_up", now, f"{what} is not retryable: giving up", alert=True)
+    if not counts_as_failure(last):
+        if last.category in FREE_CATEGORIES:
+            kind = "time limit" if last.category == "time_limit" else "preemption"
+            return Decision(
+                "resume", now, f"{kind} after a new checkpoint: continuing the chain (budget untouched)"
+            )
+        return Decision("none", now, f"{what}: nothing to resume")
+    thrash = _thrashing(history, now, cfg)
+    if thrash:
+        return Decision("give_up", now, f"{thrash}: stopped resuming", alert=True)
+    c = consecutive_failures(history, cfg)
+    limit = budget_for(last, cfg)
+    if c > limit:
+        return Decision(
+            "give_up",
+            now,
+            f"retry budget spent: {c} failures without progress, {what} allows {limit} "
+            f"{'retry' if limit == 1 else 'retries'}",
+            alert=True,
+            budget_left=0,
+            budget_total=limit,
+            consecutive_failures=c,
+        )
+    streak = same_signature_streak(history)
+    if streak >= cfg.same_signature_limit:
+        return Decision(
+            "give_up",
+            now,
+            f"the same failure ({last.signature}) {streak} times in a row: stopped resuming",
+            alert=True,
+            budget_left=limit - c,
+            budget_total=limit,
+            consecutive_failures=c,
+        )
+    delay, n = backoff_s(history, cfg)
+    at = max(now, (last.ended_at if last.ended_at is not None else now) + delay)
+    left = limit - c
+    noun = "failure" if n == 1 else "consecutive failures"
+    why = "never wrote a checkpoint" if last.category in FREE_CATEGORIES else what
+    return Decision(
+        "resume",
+        at,
+        f"{why}: backing off {delay:.0f} s after {n} {noun}; budget {left}/{limit} left",
+        budget_left=left,
+        budget_total=limit,
+        backoff_s=delay,
+        consecutive_failures=c,
+    )

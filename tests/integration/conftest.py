@@ -1,0 +1,149 @@
+"""Fixtures for tests against the real dev Slurm cluster (scripts/dev-cluster).
+
+`slurm_cluster` brings the cluster up once per session (idempotent: quick when it already runs) and hands out
+its SLURM_CONF; the extra `up` flags come from SHEPHERD_DEV_CLUSTER_ARGS (e.g. "--with-dbd"), default none.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DEV_CLUSTER = REPO / "scripts" / "dev-cluster"
+RAY_SUB = REPO / "supervisor" / "launch" / "ray.sub"
+VENV_BIN = REPO / ".venv" / "bin"
+FINAL_STATES = {
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "BOOT_FAIL",
+    "DEADLINE",
+}
+
+
+@dataclass
+class SlurmCluster:
+    """Handle on the running dev cluster; `env` is what subprocesses need to reach it."""
+
+    conf: str
+    env: dict[str, str] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+
+    def run(self, *argv: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            argv, env=self.env, capture_output=True, text=True, check=check, timeout=timeout
+        )
+
+    def dev_cluster(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return self.run(str(DEV_CLUSTER), *argv, timeout=timeout)
+
+    def ctld_stop(self, kill: bool = False) -> None:
+        """Stops only slurmctld (a controller outage); jobs and slurmd keep running."""
+        self.dev_cluster("ctld-stop", *(["--kill"] if kill else []))
+
+    def ctld_start(self) -> None:
+        self.dev_cluster("ctld-start")
+
+    def nodes(self) -> list[str]:
+        out = self.run("sinfo", "-h", "-N", "-o", "%N").stdout.split()
+        return sorted(set(out))
+
+    def sbatch(self, *argv: str, cwd: Path | None = None) -> str:
+        out = subprocess.run(
+            ["sbatch", "--parsable", *argv], env=self.env, capture_output=True, text=True, check=True, cwd=cwd
+        )
+        return out.stdout.strip().split(";")[0]
+
+    def job_state(self, job: str) -> tuple[str, str]:
+        """(state, reason) from squeue -t all; finished jobs stay there for MinJobAge."""
+        out = self.run("squeue", "-h", "-t", "all", "-j", job, "-o", "%T|%r", check=False).stdout.strip()
+        state, _, reason = out.partition("|")
+        return state, reason
+
+    def wait_final(self, job: str, timeout: float = 120) -> str:
+        deadline = time.monotonic() + timeout
+        state = ""
+        while time.monotonic() < deadline:
+            state, _ = self.job_state(job)
+            if state in FINAL_STATES:
+                return state
+            time.sleep(0.5)
+        raise AssertionError(f"job {job} not finished after {timeout}s (last state {state!r})")
+
+    def exit_code(self, job: str) -> str:
+        out = self.run("scontrol", "show", "job", "-o", job).stdout
+        return next(f.split("=", 1)[1] for f in out.split() if f.startswith("ExitCode="))
+
+
+def _bring_up(args: tuple[str, ...]) -> SlurmCluster:
+    if os.geteuid() != 0:
+        pytest.skip("the dev Slurm cluster needs root (it runs munged/slurmctld/slurmd)")
+    if not DEV_CLUSTER.exists():
+        pytest.skip("scripts/dev-cluster is missing")
+    if shutil.which("apt-get") is None and shutil.which("slurmctld") is None:
+        pytest.skip("no Slurm packages and no apt-get to install them")
+    proc = subprocess.run([str(DEV_CLUSTER), "up", *args], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        pytest.fail(f"scripts/dev-cluster up {' '.join(args)} failed:\n{proc.stderr[-4000:]}")
+    conf = next(line.split("=", 1)[1] for line in proc.stdout.splitlines() if line.startswith("SLURM_CONF="))
+    env = dict(os.environ)
+    env["SLURM_CONF"] = conf
+    if VENV_BIN.is_dir():
+        env["PATH"] = f"{VENV_BIN}:{env.get('PATH', '/usr/bin:/bin')}"
+    os.environ["SLURM_CONF"] = conf
+    return SlurmCluster(conf=conf, env=env, args=args)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> SlurmCluster:
+    return _bring_up(tuple(shlex.split(os.environ.get("SHEPHERD_DEV_CLUSTER_ARGS", ""))))
+
+
+# A private 2-node cluster (own folder, ports, job ids, netns) so the shared one keeps its mode and its jobs.
+PRIVATE_2NODE_ENV = {
+    "SHEPHERD_DEV_CLUSTER_DIR": "/tmp/shepherd-test-2node-cluster",
+    "SHEPHERD_DEV_PORT": "8817",
+    "SHEPHERD_DEV_FIRST_JOB_ID": "5000",
+    "SHEPHERD_DEV_NET_ID": "1",
+}
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster_2nodes(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
+    """Two slurmd, the second in a network namespace, each with its own address (a real 2-node allocation)."""
+    if shutil.which("ip") is None or shutil.which("nsenter") is None:
+        pytest.skip("iproute2 (ip netns) or nsenter is missing: no second node")
+    saved = {k: os.environ.get(k) for k in PRIVATE_2NODE_ENV}
+    os.environ.update(PRIVATE_2NODE_ENV)
+    try:
+        cluster = _bring_up(("--nodes", "2"))
+        cluster.env.update(PRIVATE_2NODE_ENV)
+        yield cluster
+    finally:
+        subprocess.run([str(DEV_CLUSTER), "down", "--wipe"], capture_output=True, timeout=120)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        os.environ["SLURM_CONF"] = slurm_cluster.conf
+
+
+@pytest.fixture
+def ray_env(slurm_cluster: SlurmCluster) -> dict[str, str]:
+    """Env for ray.sub jobs: the venv's ray first on PATH (what the daemon exports)."""
+    if not (VENV_BIN / "ray").exists():
+        pytest.skip("ray is not installed in .venv")
+    return dict(slurm_cluster.env)

@@ -1,0 +1,235 @@
+"""Pure parts: config, retention ranking, atomic writes, rewards, tokenizer, sampling, cache checks."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from trainer import checkpoint as ckpt
+from trainer.cache_hygiene import check_caches
+from trainer.config import ConfigError, config_hash, load_config, parse_duration
+from trainer.faults import attempt_from_env, fault_armed
+from trainer.generation.base import sample_seed
+from trainer.generation.torch_backend import TorchGenerationBackend
+from trainer.models import ModelSpec
+from trainer.tasks import PromptSource, build_task, exact_match, partial_credit
+from trainer.tokenizer import CharTokenizer
+from trainer.workers.policy import pack_batch
+
+# -- config ---------------------------------------------------------------------------------------------
+
+
+def test_dotted_overrides_use_nemo_rl_names_and_parse_values(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("grpo:\n  max_num_steps: 10\n")
+    cfg = load_config(
+        f,
+        [
+            "grpo.max_num_steps=20",
+            "policy.optimizer.lr=1e-3",
+            "checkpointing.keep_top_k=null",
+            "logger.log_dir=/x/y",
+        ],
+    )
+    assert cfg.grpo.max_num_steps == 20
+    assert cfg.policy.optimizer.lr == pytest.approx(1e-3)
+    assert cfg.checkpointing.keep_top_k is None
+    assert cfg.logger.log_dir == "/x/y"
+
+
+@pytest.mark.parametrize(
+    ("override", "names"),
+    [
+        ("grpo.max_num_stepz=3", "grpo.max_num_stepz: unknown key"),
+        ("grpo.max_num_steps=abc", "grpo.max_num_steps: expected an integer"),
+        ("grpo.max_num_steps=0", "grpo.max_num_steps: must be > 0"),
+        ("policy.generation.backend=tensorrt", "policy.generation.backend: must be one of"),
+        ("grpo.num_generations_per_prompt=1", "grpo.num_generations_per_prompt"),
+        ("policy.tiny.n_heads=4", "head dim"),
+        ("grpo.stop_at_step=500", "grpo.stop_at_step"),
+        ("checkpointing.checkpoint_must_save_by=soon", "checkpointing.checkpoint_must_save_by"),
+        ("fault.kind=meteor", "fault.kind: must be one of"),
+        ("noequals", "key=value"),
+    ],
+)
+def test_bad_overrides_fail_naming_the_key(override: str, names: str) -> None:
+    with pytest.raises(ConfigError, match=names.replace("(", r"\(")):
+        load_config(None, [override])
+
+
+def test_config_hash_is_stable_and_changes_with_the_config() -> None:
+    a, b = load_config(None, []), load_config(None, [])
+    assert config_hash(a) == config_hash(b)
+    assert config_hash(a) != config_hash(load_config(None, ["grpo.seed=7"]))
+
+
+def test_duration_parsing_matches_nemo_rl_format() -> None:
+    assert parse_duration("00:03:30:00") == 3.5 * 3600
+    assert parse_duration("01:00") == 60
+
+
+# -- checkpoints ------------------------------------------------------------------------------------------
+
+
+def test_retention_keeps_top_k_by_metric_plus_the_latest() -> None:
+    entries = [(1, 0.5), (2, 0.9), (3, 0.1), (4, 0.7), (5, 0.2)]
+    assert ckpt.select_to_delete(entries, 2, higher_is_better=True) == [1, 3]  # keep 2, 4 and latest 5
+
+
+def test_retention_ties_favour_the_newer_step_and_missing_metrics_go_first() -> None:
+    assert ckpt.select_to_delete([(1, 0.5), (2, 0.5), (3, 0.5)], 2, True) == [1]
+    assert ckpt.select_to_delete([(1, None), (2, 0.1), (3, 0.2)], 2, True) == [1]
+    assert ckpt.select_to_delete([(1, 0.1), (2, 0.5), (3, 0.9)], 1, False) == [2]  # lower is better
+    assert ckpt.select_to_delete([(1, 0.1), (2, 0.5)], None, True) == []
+
+
+def test_apply_retention_deletes_directories_on_disk(tmp_path: Path) -> None:
+    for step, acc in [(1, 0.9), (2, 0.1), (3, 0.5)]:
+        d = tmp_path / f"step_{step}"
+        d.mkdir()
+        (d / ckpt.INFO).write_text(json.dumps({"step": step, "metrics": {"val/accuracy": acc}}))
+    assert ckpt.apply_retention(tmp_path, "val:accuracy", 1, True) == [2]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_1", "step_3"]
+    assert ckpt.best_checkpoint(tmp_path, "val:accuracy", True)[1] == 0.9
+
+
+def test_incomplete_checkpoints_are_never_resumed_and_get_cleaned(tmp_path: Path) -> None:
+    (tmp_path / "step_2").mkdir()
+    (tmp_path / "step_2" / ckpt.INFO).write_text("{}")
+    (tmp_path / "tmp_step_4").mkdir()
+    (tmp_path / "step_5").mkdir()  # no training_info.json: not complete
+    assert ckpt.latest_checkpoint(tmp_path) == tmp_path / "step_2"
+    ckpt.clean_stale_tmp(tmp_path)
+    assert not (tmp_path / "tmp_step_4").exists()
+
+
+def test_atomic_json_write_leaves_no_temp_files_and_replaces(tmp_path: Path) -> None:
+    target = tmp_path / "status.json"
+    ckpt.write_json_atomic(target, {"a": 1})
+    ckpt.write_json_atomic(target, {"a": 2})
+    assert json.loads(target.read_text()) == {"a": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["status.json"]
+
+
+def test_finalize_renames_tmp_to_step(tmp_path: Path) -> None:
+    tmp = ckpt.tmp_dir_for(tmp_path, 3)
+    (tmp / "policy").mkdir(parents=True)
+    (tmp / "policy" / "w").write_text("x")
+    final = ckpt.finalize(tmp_path, 3)
+    assert final == tmp_path / "step_3" and (final / "policy" / "w").read_text() == "x"
+    assert not tmp.exists()
+
+
+# -- tasks, tokenizer, rewards -------------------------------------------------------------------------------
+
+
+def test_rewards() -> None:
+    assert exact_match(" cba", "cba") == 1.0
+    assert exact_match("cb", "cba") == 0.0
+    assert partial_credit("cbx", "cba") == pytest.approx(2 / 3)
+    assert partial_credit("7x", "7") == pytest.approx(0.5)
+
+
+def test_char_tokenizer_round_trip_stops_at_eos() -> None:
+    tok = CharTokenizer("abc>")
+    ids = tok.encode("ab>")
+    assert ids[0] == tok.bos_id
+    assert tok.decode([*ids[1:], tok.eos_id, 3]) == "ab>"
+    with pytest.raises(ValueError):
+        tok.encode("z")
+
+
+def test_prompt_source_state_round_trips(tmp_path: Path) -> None:
+    cfg = load_config(None, ["data.task=reverse"])
+    task = build_task(cfg.data)
+    a = PromptSource(task, 1)
+    a.next_batch(5)
+    state = a.state_dict()
+    b = PromptSource(task, 999)
+    b.load_state_dict(state)
+    assert a.next_batch(4) == b.next_batch(4)
+
+
+def test_jsonl_task_reads_prompts_and_answers(tmp_path: Path) -> None:
+    f = tmp_path / "train.jsonl"
+    f.write_text('{"prompt": "2+2=", "answer": "4"}\n{"input": "1+1=", "output": 2}\n')
+    cfg = load_config(None, ["data.task=jsonl", f"data.train_jsonl_fpath={f}"])
+    task = build_task(cfg.data)
+    src = PromptSource(task, 0)
+    got = {e.prompt: e.answer for e in src.next_batch(4)}
+    assert got == {"2+2=": "4", "1+1=": "2"}
+    assert src.epoch == 1
+
+
+# -- sampling ------------------------------------------------------------------------------------------
+
+
+def test_samples_depend_on_their_seed_only_not_on_the_batch() -> None:
+    tok = CharTokenizer("abcd>")
+    backend = TorchGenerationBackend(ModelSpec("tiny", tok.vocab_size, seed=3), tok.pad_id, tok.eos_id)
+    prompts = [tok.encode("abc>"), tok.encode("d>"), tok.encode("bb>")]
+    seeds = [sample_seed(1, 5, i) for i in range(3)]
+    whole = backend.generate(prompts, seeds, 4)
+    alone = backend.generate(prompts[1:2], seeds[1:2], 4)
+    assert alone.tokens[0] == whole.tokens[1]
+    assert alone.logprobs[0] == pytest.approx(whole.logprobs[1], abs=1e-5)
+    assert all(lp <= 0 for row in whole.logprobs for lp in row)
+
+
+def test_pack_batch_aligns_response_mask_with_targets() -> None:
+    b = pack_batch([[1, 5], [1, 6, 7]], [[8, 2], [9]], [[-0.1, -0.2], [-0.3]], [1.0, -1.0], pad_id=0)
+    ids, m = b["input_ids"], b["response_mask"]
+    # the target at index j is ids[:, j+1]; masked targets are exactly the response tokens
+    assert ids[0][1:][m[0].bool()].tolist() == [8, 2]
+    assert ids[1][1:][m[1].bool()].tolist() == [9]
+    assert b["sampler_logprobs"][0][m[0].bool()].tolist() == pytest.approx([-0.1, -0.2])
+
+
+def test_vllm_is_never_imported_on_the_cpu_path() -> None:
+    import sys
+
+    import trainer.driver  # noqa: F401
+
+    assert "vllm" not in sys.modules
+
+
+# -- faults and caches -----------------------------------------------------------------------------------
+
+
+def test_faults_fire_only_on_the_first_attempt_of_a_fresh_run() -> None:
+    assert fault_armed("cuda_oom", True, resumed=False, env={})
+    assert fault_armed("cuda_oom", True, resumed=False, env={"SHEPHERD_ATTEMPT": "1"})
+    assert not fault_armed("cuda_oom", True, resumed=False, env={"SHEPHERD_ATTEMPT": "2"})
+    assert not fault_armed("cuda_oom", True, resumed=True, env={})
+    assert fault_armed("cuda_oom", False, resumed=True, env={"SHEPHERD_ATTEMPT": "3"})
+    assert not fault_armed("none", False, resumed=False, env={})
+    assert attempt_from_env({"SHEPHERD_ATTEMPT": "junk"}) == 1
+
+
+def test_cache_check_names_each_unusable_dir(tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    env = {"HF_HOME": str(tmp_path), "TORCH_HOME": str(tmp_path / "missing"), "TRITON_CACHE_DIR": str(ro)}
+    os.chmod(ro, 0o500)
+    try:
+        res = {c.name: c for c in check_caches(env)}
+    finally:
+        os.chmod(ro, 0o700)
+    assert res["HF_HOME"].ok
+    assert not res["TORCH_HOME"].ok and res["TORCH_HOME"].reason == "does not exist"
+    if os.geteuid() != 0:  # root can write anywhere
+        assert not res["TRITON_CACHE_DIR"].ok
+    assert "XDG_CACHE_HOME" not in res
+
+
+def test_oom_fault_raises_the_real_torch_exception_type() -> None:
+    from trainer.faults import raise_fault
+
+    with pytest.raises(torch.OutOfMemoryError, match=r"CUDA out of memory\. Tried to allocate"):
+        raise_fault("cuda_oom")
+    with pytest.raises(FileNotFoundError, match=r"run_config.yaml on rank=1. This usually means"):
+        raise_fault("run_config_missing", rank=1, env={"HF_HOME": "/shared/hf"})

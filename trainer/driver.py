@@ -1,0 +1,564 @@
+"""The single controller: one loop that generates, scores, trains, syncs, validates and checkpoints.
+
+Read top to bottom like nanoGPT's train loop; everything with state lives in a worker or in the
+PromptSource, and all of it goes into the checkpoint, so "stop at N, resume" == "run straight".
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import structlog
+import torch
+
+from trainer import checkpoint as ckpt
+from trainer import faults, grpo
+from trainer.cache_hygiene import check_caches
+from trainer.config import TrainerConfig, config_hash, dump_yaml, parse_duration
+from trainer.generation import sample_seed
+from trainer.models import ModelSpec
+from trainer.tasks import PromptSource, Task, build_task
+from trainer.tasks.rewards import exact_match
+from trainer.telemetry import MetricsLogger, StatusFile, new_exp_dir, rollout_bar
+from trainer.tokenizer import CharTokenizer, HFTokenizer, Tokenizer
+from trainer.workers import rng
+from trainer.workers.group import LocalGroup, RayCluster
+from trainer.workers.policy import PolicyWorker, pack_batch, pick_device, shard_batch
+from trainer.workers.rollout import RolloutWorker
+
+log = structlog.get_logger(__name__)
+
+EXIT_FINISHED = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+EXIT_RESUME = 75  # EX_TEMPFAIL: stopped gracefully with a checkpoint; resume me
+
+
+class StopFlag:
+    """Set by SIGTERM/SIGUSR1; the loop finishes the current step, saves and exits 75.
+
+    A second signal restores the default action and re-delivers it: an impatient operator (or
+    Slurm after its grace period) still gets an immediate stop.
+    """
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self._old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGUSR1):
+            self._old[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.reason is not None:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        self.reason = name
+        log.warning(
+            "stop requested: finishing this step, then checkpoint and exit",
+            signal=name,
+            exit_code=EXIT_RESUME,
+        )
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def make_tokenizer(cfg: TrainerConfig, task: Task) -> Tokenizer:
+    name = cfg.policy.tokenizer_name
+    if name == "char" or (name is None and cfg.policy.model_name in ("tiny", "tiny-llama")):
+        return CharTokenizer(task.alphabet)
+    return HFTokenizer(name or cfg.policy.model_name)
+
+
+class Trainer:
+    def __init__(self, cfg: TrainerConfig, resume_from: str | None = None) -> None:
+        self.cfg = cfg
+        self.resume_from = resume_from
+        self.hash = config_hash(cfg)
+        self.log_dir = Path(cfg.logger.log_dir).resolve()
+        self.ckpt_dir = Path(cfg.checkpointing.checkpoint_dir).resolve()
+        self.stop = StopFlag()
+        self.status: StatusFile | None = None
+        self.metrics: MetricsLogger | None = None
+        self.cluster: RayCluster | None = None
+        self.policy: Any = None
+        self.rollout: Any = None
+        self.step_times: list[float] = []
+        self.t0 = time.time()
+
+    # -- setup -------------------------------------------------------------------------------------------
+    def _check_caches(self) -> None:
+        bad = []
+        for c in check_caches(os.environ, self.cfg.cache_hygiene.extra_dirs):
+            if c.ok:
+                log.info("cache dir ok", var=c.name, path=c.path)
+            else:
+                log.warning("cache dir unusable", var=c.name, path=c.path, reason=c.reason)
+                bad.append(f"{c.name}={c.path} {c.reason}")
+        if bad and self.cfg.cache_hygiene.strict:
+            raise RuntimeError("cache directories not usable: " + "; ".join(bad))
+
+    def _find_checkpoint(self) -> Path | None:
+        if self.resume_from:
+            p = Path(self.resume_from).resolve()
+            if not (p / ckpt.INFO).is_file():
+                raise FileNotFoundError(f"--resume-from {p}: not a complete checkpoint (no {ckpt.INFO})")
+            return p
+        if not self.cfg.checkpointing.enabled:
+            return None
+        ckpt.clean_stale_tmp(self.ckpt_dir)
+        return ckpt.latest_checkpoint(self.ckpt_dir)
+
+    def _exp_dir(self, info: dict[str, Any] | None) -> Path:
+        """A resume reuses the run's exp_NNN (events after the checkpoint purged); a new run gets the next."""
+        if info and info.get("exp_dir"):
+            p = self.log_dir / str(info["exp_dir"])
+            if p.is_dir():
+                return p
+        return new_exp_dir(self.log_dir)
+
+    def _start_workers(self, spec: ModelSpec) -> None:
+        c, g = self.cfg.cluster, self.cfg.policy.generation
+        device = c.device
+        if device == "auto" and c.gpus_per_node == 0 and c.ray:
+            device = "cpu"  # actors get no GPU without gpus_per_node: don't let them grab one anyway
+        temp = g.temperature
+        backend_kwargs: dict[str, Any] = {
+            "spec": spec,
+            "pad_id": self.tok.pad_id,
+            "eos_id": self.tok.eos_id,
+            "temperature": temp,
+        }
+        if g.backend == "vllm":
+            v = g.vllm_cfg
+            backend_kwargs.update(
+                model_dir=None if spec.model_name in ("tiny", "tiny-llama") else spec.model_name,
+                gpu_memory_utilization=v.gpu_memory_utilization,
+                tensor_parallel_size=v.tensor_parallel_size,
+                enforce_eager=v.enforce_eager,
+                weight_sync=v.weight_sync,
+                weight_sync_dir=v.weight_sync_dir,
+                seed=self.cfg.grpo.seed,
+            )
+            if spec.model_name == "tiny":
+                raise RuntimeError(
+                    "policy.generation.backend=vllm: use policy.model_name=tiny-llama or a local HF "
+                    "model; the built-in 'tiny' architecture is not a vLLM model"
+                )
+
+        def policy_kwargs(rank: int) -> dict[str, Any]:
+            return {
+                "spec": spec,
+                "policy_cfg": self.cfg.policy,
+                "loss_cfg": self.cfg.loss_fn,
+                "temperature": temp,
+                "rank": rank,
+                "world_size": c.policy_workers,
+                "device": device,
+                "torch_threads": c.torch_threads,
+                "seed": self.cfg.grpo.seed,
+            }
+
+        def rollout_kwargs(rank: int) -> dict[str, Any]:
+            return {
+                "backend": g.backend,
+                "backend_kwargs": backend_kwargs,
+                "device": device,
+                "torch_threads": c.torch_threads,
+                "seed": self.cfg.grpo.seed + 1000 + rank,
+            }
+
+        if c.ray:
+            self.cluster = RayCluster(c, c.policy_workers + c.rollout_workers)
+            self.policy = self.cluster.spawn(PolicyWorker, policy_kwargs, c.policy_workers)
+            if g.backend == "vllm" and spec.model_name == "tiny-llama":
+                backend_kwargs["hf_config"] = self.policy.call("hf_config")[0]
+            self.rollout = self.cluster.spawn(RolloutWorker, rollout_kwargs, c.rollout_workers)
+            if c.policy_workers > 1:
+                addr, port = self.policy.call("master_address")[0]
+                self.policy.call("setup_distributed", addr, port)
+        else:
+            self.policy = LocalGroup([PolicyWorker(**policy_kwargs(0))])
+            if g.backend == "vllm" and spec.model_name == "tiny-llama":
+                backend_kwargs["hf_config"] = self.policy.workers[0].hf_config()
+            self.rollout = LocalGroup([RolloutWorker(**rollout_kwargs(0))])
+        log.info(
+            "workers ready",
+            ray=c.ray,
+            policy_workers=c.policy_workers,
+            rollout_workers=c.rollout_workers,
+            device=str(pick_device(device)),
+            backend=g.backend,
+        )
+
+    def _sync_weights(self) -> None:
+        weights = self.policy.ref(0, "get_weights")
+        self.rollout.call("update_weights", weights)
+
+    # -- the phases of a step ----------------------------------------------------------------------------
+    def _generate(
+        self, step: int, prompts: list[list[int]], greedy: bool, bar_phase: str | None, hang: bool = False
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        n = len(prompts)
+        seeds = [sample_seed(self.cfg.grpo.seed, step, i) for i in range(n)]
+        chunks = max(1, min(self.cfg.policy.generation.num_chunks, n))
+        per = -(-n // chunks)
+        spans = [(s, min(s + per, n)) for s in range(0, n, per)]
+        max_new = self.cfg.policy.generation.max_new_tokens
+        jobs = [(prompts[a:b], seeds[a:b], max_new, greedy, hang and k > 0) for k, (a, b) in enumerate(spans)]
+        tokens: list[list[int]] = [[] for _ in range(n)]
+        lps: list[list[float]] = [[] for _ in range(n)]
+        bar = rollout_bar(n, self.cfg.logger.tqdm_mininterval_s) if bar_phase else None
+        done = 0
+        try:
+            for k, res in self.rollout.imap_unordered("generate", jobs):
+                a, b = spans[k]
+                tokens[a:b], lps[a:b] = res.tokens, res.logprobs
+                done += b - a
+                if bar is not None:
+                    bar.update(b - a)
+                    rate = bar.format_dict.get("rate")
+                    assert self.status is not None
+                    self.status.update(phase_done=done, phase_total=n, rate=rate, rate_unit="samples/s")
+        finally:
+            if bar is not None:
+                bar.close()
+        return tokens, lps
+
+    def _validate(self, step: int) -> dict[str, float]:
+        assert self.status is not None
+        self.status.update(
+            state="validating", phase="validating", phase_done=0, phase_total=len(self.val_set), rate=None
+        )
+        prompts = [self.tok.encode(e.prompt) for e in self.val_set]
+        tokens, _ = self._generate(0, prompts, greedy=True, bar_phase=None)
+        texts = [self.tok.decode(t) for t in tokens]
+        acc = sum(exact_match(t, e.answer) for t, e in zip(texts, self.val_set, strict=True)) / len(texts)
+        rew = sum(self.task.reward(t, e.answer) for t, e in zip(texts, self.val_set, strict=True)) / len(
+            texts
+        )
+        self.status.update(phase_done=len(self.val_set))
+        return {"val/accuracy": acc, "val/reward_mean": rew}
+
+    def _train_step(self, step: int, fault_kind: str | None) -> dict[str, float]:
+        cfg, status = self.cfg, self.status
+        assert status is not None
+        g = cfg.grpo.num_generations_per_prompt
+        t_start = time.perf_counter()
+        status.update(
+            state="generating",
+            phase="generating",
+            step=step - 1,
+            phase_done=0,
+            phase_total=cfg.grpo.num_prompts_per_step * g,
+            rate=None,
+        )
+        examples = self.source.next_batch(cfg.grpo.num_prompts_per_step)
+        prompts = [self.tok.encode(e.prompt) for e in examples for _ in range(g)]
+        tokens, sampler_lps = self._generate(
+            step, prompts, greedy=False, bar_phase="generating", hang=fault_kind == "hang"
+        )
+        t_gen = time.perf_counter()
+
+        answers = [e.answer for e in examples for _ in range(g)]
+        rewards = torch.tensor(
+            [self.task.reward(self.tok.decode(t), a) for t, a in zip(tokens, answers, strict=True)],
+            dtype=torch.float32,
+        ).view(-1, g)
+        adv, zero_var = grpo.group_advantages(
+            rewards, cfg.grpo.use_leave_one_out_baseline, cfg.grpo.normalize_rewards
+        )
+        batch = pack_batch(prompts, tokens, sampler_lps, adv.flatten().tolist(), self.tok.pad_id)
+        global_tokens = float(batch["response_mask"].sum())
+
+        status.update(state="training", phase="training", phase_done=0, phase_total=1, rate=None)
+        world = len(self.policy)
+        shards = [(shard_batch(batch, r, world), global_tokens, step, fault_kind) for r in range(world)]
+        train = self.policy.call("train_step", per_worker=shards)[0]
+        t_train = time.perf_counter()
+        self._sync_weights()
+        t_sync = time.perf_counter()
+
+        gen_tokens = sum(len(t) for t in tokens)
+        total = t_sync - t_start
+        metrics = {
+            "train/reward_mean": float(rewards.mean()),
+            "train/reward_std": float(rewards.std()),
+            "train/zero_variance_group_frac": zero_var,
+            "train/mean_gen_tokens_per_sample": gen_tokens / len(tokens),
+            **{f"train/{k}": v for k, v in train.items()},
+            "timing/train/generation": t_gen - t_start,
+            "timing/train/policy_training": t_train - t_gen,
+            "timing/train/weight_sync": t_sync - t_train,
+            "timing/train/total_step_time": total,
+            "performance/tokens_per_sec": gen_tokens / max(total, 1e-9),
+            "performance/samples_per_sec": len(tokens) / max(total, 1e-9),
+        }
+        self.step_times.append(total)
+        return metrics
+
+    # -- checkpointing -----------------------------------------------------------------------------------
+    def _save(self, step: int, metrics: dict[str, float], fault_kind: str | None) -> Path:
+        assert self.status is not None
+        self.status.update(
+            state="checkpointing", phase="checkpointing", phase_done=0, phase_total=1, rate=None
+        )
+        tmp = ckpt.tmp_dir_for(self.ckpt_dir, step)
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        (tmp / "rng").mkdir(parents=True)
+        self.policy.call(
+            "save",
+            per_worker=[
+                (str(tmp / "policy"), str(tmp / "rng" / f"policy_rank{r}.pt"))
+                for r in range(len(self.policy))
+            ],
+        )
+        self.rollout.call(
+            "save_rng",
+            per_worker=[(str(tmp / "rng" / f"rollout_rank{r}.pt"),) for r in range(len(self.rollout))],
+        )
+        self.tok.save(tmp / "policy" / "tokenizer")
+        torch.save({"prompt_source": self.source.state_dict()}, tmp / "train_dataloader.pt")
+        torch.save(rng.capture(), tmp / "rng" / "driver.pt")
+        (tmp / "config.yaml").write_text(dump_yaml(self.cfg))
+        if fault_kind == "kill_in_checkpoint":
+            log.warning("fault injection: killing the trainer in the middle of a checkpoint", step=step)
+            faults.die_by_signal("SIGKILL")
+        info = {
+            "step": step,
+            "total_steps": self.cfg.grpo.max_num_steps,
+            "consumed_samples": self.source.consumed * self.cfg.grpo.num_generations_per_prompt,
+            "consumed_prompts": self.source.consumed,
+            "metrics": metrics,
+            "config_hash": self.hash,
+            "exp_dir": self.exp_dir.name,
+            "saved_at": time.time(),
+        }
+        ckpt.write_json_atomic(tmp / ckpt.INFO, info)
+        final = ckpt.finalize(self.ckpt_dir, step)
+        c = self.cfg.checkpointing
+        ckpt.apply_retention(self.ckpt_dir, c.metric_name, c.keep_top_k, c.higher_is_better)
+        best, best_val = ckpt.best_checkpoint(self.ckpt_dir, c.metric_name, c.higher_is_better)
+        ckpt.write_json_atomic(
+            self.ckpt_dir / ckpt.STATUS,
+            {"step": step, "path": str(final), "complete": True, "saved_at": info["saved_at"]},
+        )
+        self.status.update(
+            last_checkpoint=str(final),
+            best_checkpoint=str(best) if best else None,
+            best_metric=best_val,
+            phase_done=1,
+        )
+        log.info("checkpoint saved", step=step, path=str(final))
+        return final
+
+    def _load(self, path: Path) -> int:
+        info = ckpt.read_info(path)
+        self.policy.call(
+            "load",
+            per_worker=[
+                (str(path / "policy"), str(path / "rng" / f"policy_rank{r}.pt"))
+                for r in range(len(self.policy))
+            ],
+        )
+        self.rollout.call(
+            "load_rng",
+            per_worker=[(str(path / "rng" / f"rollout_rank{r}.pt"),) for r in range(len(self.rollout))],
+        )
+        data = torch.load(path / "train_dataloader.pt", weights_only=False)
+        self.source.load_state_dict(data["prompt_source"])
+        rng.restore(torch.load(path / "rng" / "driver.pt", weights_only=False))
+        if info.get("config_hash") != self.hash:
+            log.warning(
+                "resuming with a different config",
+                checkpoint_hash=info.get("config_hash"),
+                config_hash=self.hash,
+            )
+        log.info("resumed", checkpoint=str(path), step=info["step"])
+        return int(info["step"])
+
+    def _deadline_near(self) -> bool:
+        by = self.cfg.checkpointing.checkpoint_must_save_by
+        if by is None:
+            return False
+        left = parse_duration(by) - (time.time() - self.t0)
+        need = 2 * max(self.step_times[-5:], default=0.0) + 5.0
+        return left < need
+
+    # -- the run -----------------------------------------------------------------------------------------
+    def run(self) -> int:
+        cfg = self.cfg
+        self._check_caches()
+        self.task = build_task(cfg.data)
+        self.tok = make_tokenizer(cfg, self.task)
+        self.val_set = self.task.validation_set(cfg.grpo.max_val_samples, cfg.grpo.seed)
+        self.source = PromptSource(self.task, cfg.grpo.seed)
+        t = cfg.policy.tiny
+        spec = ModelSpec(
+            cfg.policy.model_name,
+            self.tok.vocab_size,
+            t.n_layers,
+            t.d_model,
+            t.n_heads,
+            t.max_seq_len,
+            cfg.grpo.seed,
+        )
+        resume_path = self._find_checkpoint()
+        info = ckpt.read_info(resume_path) if resume_path else None
+        self.exp_dir = self._exp_dir(info)
+        (self.exp_dir / "config.yaml").write_text(dump_yaml(cfg))
+        (self.exp_dir / "config_hash.txt").write_text(self.hash + "\n")
+        attempt = faults.attempt_from_env(os.environ)
+        armed = faults.fault_armed(
+            cfg.fault.kind, cfg.fault.only_first_attempt, resume_path is not None, os.environ
+        )
+        self.status = StatusFile(
+            self.log_dir / "status.json",
+            cfg.logger.status_interval_s,
+            {
+                "total_steps": cfg.grpo.max_num_steps,
+                "exp_dir": str(self.exp_dir),
+                "config_hash": self.hash,
+                "attempt": attempt,
+                "metric_name": cfg.checkpointing.metric_name,
+                "resumed_from": str(resume_path) if resume_path else None,
+            },
+        )
+        self.status.start_heartbeat()
+        log.info(
+            "run starting",
+            exp_dir=str(self.exp_dir),
+            config_hash=self.hash,
+            attempt=attempt,
+            resume_from=str(resume_path) if resume_path else None,
+            fault=cfg.fault.kind if armed else "none",
+        )
+        if armed and cfg.fault.at_step == 0 and cfg.fault.kind in faults.RAISING:
+            faults.raise_fault(cfg.fault.kind, rank=1)
+
+        self._start_workers(spec)
+        self.stop.install()  # after ray.init, which may install its own handlers
+        start = self._load(resume_path) if resume_path else 0
+        self.metrics = MetricsLogger(
+            self.exp_dir, cfg.logger.tensorboard_enabled, start if resume_path else None
+        )
+        self._sync_weights()
+        self.status.update(step=start, state="starting")
+        if start == 0 and cfg.grpo.val_at_start:
+            val = self._validate(0)
+            self.metrics.log(0, val)
+            log.info("validation at start", **val)
+
+        c = cfg.checkpointing
+        last_metrics: dict[str, float] = {}
+        step = start
+        while step < cfg.grpo.max_num_steps:
+            if self.stop.reason or self._deadline_near():
+                return self._stop_and_save(step, last_metrics, self.stop.reason or "checkpoint_must_save_by")
+            step += 1
+            fault_kind = cfg.fault.kind if armed and step == cfg.fault.at_step else None
+            if fault_kind == "signal":
+                log.warning("fault injection: signal", signal=cfg.fault.signal, step=step)
+                if cfg.fault.signal in ("SIGTERM", "SIGUSR1"):
+                    os.kill(os.getpid(), getattr(signal, cfg.fault.signal))
+                else:
+                    faults.die_by_signal(cfg.fault.signal)
+            metrics = self._train_step(step, fault_kind if fault_kind in (*faults.RAISING, "hang") else None)
+            is_last = step == cfg.grpo.max_num_steps
+            stopping = step == cfg.grpo.stop_at_step or self.stop.reason is not None or self._deadline_near()
+            will_save = c.enabled and (step % c.save_period == 0 or is_last or stopping)
+            if step % cfg.grpo.val_period == 0 or is_last or (will_save and c.metric_name.startswith("val:")):
+                metrics.update(self._validate(step))
+            self.metrics.log(step, metrics)
+            self.status.update(step=step, state="training")
+            last_metrics = metrics
+            log.info(
+                f"Step {step}/{cfg.grpo.max_num_steps}",
+                **{
+                    k: round(v, 4)
+                    for k, v in metrics.items()
+                    if not k.startswith(("timing/", "performance/"))
+                },
+            )
+            if will_save and not stopping:
+                self._save(
+                    step,
+                    metrics,
+                    "kill_in_checkpoint"
+                    if armed and cfg.fault.kind == "kill_in_checkpoint" and step == cfg.fault.at_step
+                    else None,
+                )
+            if stopping and not is_last:
+                reason = (
+                    "grpo.stop_at_step"
+                    if step == cfg.grpo.stop_at_step
+                    else self.stop.reason or "checkpoint_must_save_by"
+                )
+                return self._stop_and_save(step, metrics, reason, already_validated=True)
+        self.status.update(state="finished", phase="finished", exit_code=EXIT_FINISHED)
+        log.info("run finished", steps=step)
+        return EXIT_FINISHED
+
+    def _stop_and_save(
+        self, step: int, metrics: dict[str, float], reason: str, already_validated: bool = False
+    ) -> int:
+        assert self.status is not None and self.metrics is not None
+        if self.cfg.checkpointing.enabled and step > 0:
+            if (self.ckpt_dir / f"step_{step}").is_dir():
+                pass  # the step's checkpoint already exists
+            else:
+                if not already_validated and self.cfg.checkpointing.metric_name.startswith("val:"):
+                    metrics = {**metrics, **self._validate(step)}
+                self._save(step, metrics, None)
+        self.status.update(state="stopped", phase="stopped", exit_code=EXIT_RESUME, stop_reason=reason)
+        log.warning("stopped gracefully; resume me", reason=reason, step=step, exit_code=EXIT_RESUME)
+        return EXIT_RESUME
+
+    def fail(self, exc: BaseException) -> int:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        if self.status is not None:
+            self.status.update(
+                state="failed",
+                phase="failed",
+                exit_code=EXIT_FAILED,
+                error=f"{type(exc).__name__}: {first}"[:1000],
+            )
+        return EXIT_FAILED
+
+    def close(self) -> None:
+        self.stop.restore()
+        for group in (self.rollout, self.policy):
+            if group is not None:
+                try:
+                    group.shutdown()
+                except Exception as e:
+                    log.warning("shutdown failed", error=str(e))
+        if self.cluster is not None:
+            self.cluster.shutdown()
+        if self.metrics is not None:
+            self.metrics.close()
+        if self.status is not None:
+            self.status.close()
+
+
+def run(cfg: TrainerConfig, resume_from: str | None = None) -> int:
+    """Run a job; returns the process exit code (0 finished, 75 stopped-resume-me, 1 failed)."""
+    trainer = Trainer(cfg, resume_from)
+    try:
+        return trainer.run()
+    except Exception as e:
+        traceback.print_exc()
+        return trainer.fail(e)
+    finally:
+        trainer.close()

@@ -1,0 +1,1 @@
+"""Workers are plain classes; Ray wraps them as actors, or the driver calls them in-process."""

@@ -15,14 +15,23 @@ pytestmark = pytest.mark.slurm
 
 
 def write_spec(path: Path, name: str, command: str, **slurm: Any) -> Path:
-    lines = [f"name: {name}", f"command: {command}", f"workdir: {REPO}", "slurm:", "  cpus: 1", '  time: "00:10:00"']
+    lines = [
+        f"name: {name}",
+        f"command: {command}",
+        f"workdir: {REPO}",
+        "slurm:",
+        "  cpus: 1",
+        '  time: "00:10:00"',
+    ]
     lines += [f"  {k}: {v}" for k, v in slurm.items()]
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 def squeue_names(env: dict[str, str]) -> list[str]:
-    out = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%j"], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["squeue", "-h", "-t", "all", "-o", "%j"], env=env, capture_output=True, text=True, check=True
+    )
     return out.stdout.split()
 
 
@@ -56,11 +65,13 @@ def test_a_failing_job_ends_failed_with_its_exit_code(daemon: DaemonProcess, tmp
     assert final["exit_code"] == 3
 
 
-def test_a_pending_reason_is_reported_while_pending_and_cancel_works(daemon: DaemonProcess, tmp_path: Path) -> None:
+def test_a_pending_reason_is_reported_while_pending_and_cancel_works(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
     daemon.start()
     spec = write_spec(tmp_path / "later.yaml", "later", '["sleep", "5"]', extra_args='["--begin=now+3600"]')
     run = daemon.submit(spec)
-    pending = wait_for(lambda: (s := daemon.status(run))["pending_reason"] and s, 60, what="pending reason")
+    pending = wait_for(lambda: (s := daemon.status(run)).get("pending_reason") and s, 60, what="pending reason")
     assert pending["state"] == "PENDING" and pending["pending_reason"] == "BeginTime"
     assert "BeginTime" in daemon.cli("status").stdout
     daemon.cli("cancel", run)

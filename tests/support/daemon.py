@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parents[2]
 SHEPHERD = [sys.executable, "-m", "supervisor.cli"]
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2, what: str = "") -> Any:
+def wait_for(
+    predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2, what: str = ""
+) -> Any:
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -51,7 +53,10 @@ class DaemonProcess:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             [*SHEPHERD, "--root", str(self.root), "daemon", "--log-format", "json"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
         )
         log.close()
         return self
@@ -76,24 +81,35 @@ class DaemonProcess:
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         res = subprocess.run(
-            [*SHEPHERD, "--root", str(self.root), *args], env=self.env, capture_output=True, text=True, cwd=REPO
+            [*SHEPHERD, "--root", str(self.root), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            cwd=REPO,
         )
         if check and res.returncode != 0:
-            raise AssertionError(f"shepherd {' '.join(args)} failed ({res.returncode}): {res.stderr}\n{res.stdout}")
+            raise AssertionError(
+                f"shepherd {' '.join(args)} failed ({res.returncode}): {res.stderr}\n{res.stdout}"
+            )
         return res
 
     def submit(self, spec: Path) -> str:
         return self.cli("submit", str(spec)).stdout.strip()
 
     def status(self, run: str | None = None) -> Any:
+        """The JSON status; for one run not claimed from the queue yet, an empty dict."""
         args = ["status", "--json"] + ([run] if run else [])
-        return json.loads(self.cli(*args).stdout)
+        res = self.cli(*args, check=run is None)
+        return json.loads(res.stdout) if res.returncode == 0 else {}
 
     def wait_state(self, run: str, states: set[str] | str, timeout: float = 90.0) -> dict[str, Any]:
         wanted = {states} if isinstance(states, str) else states
 
         def check() -> Any:
-            s = self.status(run)
+            res = self.cli("status", "--json", run, check=False)
+            if res.returncode != 0:
+                return None  # not claimed from the queue yet
+            s = json.loads(res.stdout)
             return s if s["state"] in wanted else None
 
         return dict(wait_for(check, timeout, 0.3, f"{run} in {wanted}"))

@@ -88,16 +88,32 @@ def _run_detail(store: Store, run: RunRow) -> dict[str, Any]:
     out = _run_summary(store, run)
     out["attempt_list"] = [
         {
-            "n": a.n, "tag": a.tag, "state": a.state.value, "job_id": a.job_id, "slurm_state": a.slurm_state,
-            "reason": a.reason, "exit_code": a.exit_code, "nodes": a.nodes, "checkpoint": a.checkpoint,
-            "submitted_at": a.submitted_at, "started_at": a.started_at, "ended_at": a.ended_at,
+            "n": a.n,
+            "tag": a.tag,
+            "state": a.state.value,
+            "job_id": a.job_id,
+            "slurm_state": a.slurm_state,
+            "reason": a.reason,
+            "exit_code": a.exit_code,
+            "nodes": a.nodes,
+            "checkpoint": a.checkpoint,
+            "submitted_at": a.submitted_at,
+            "started_at": a.started_at,
+            "ended_at": a.ended_at,
             "overrides": a.overrides,
         }
         for a in store.attempts(run.id)
     ]
     out["decisions"] = [
-        {"at": d.at, "attempt": d.attempt, "rule": d.rule, "action": d.action, "reason": d.reason,
-         "outcome": d.outcome, "evidence": d.evidence}
+        {
+            "at": d.at,
+            "attempt": d.attempt,
+            "rule": d.rule,
+            "action": d.action,
+            "reason": d.reason,
+            "outcome": d.outcome,
+            "evidence": d.evidence,
+        }
         for d in store.decisions(run.id)
     ]
     out["events"] = [
@@ -136,15 +152,18 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     print(f"{'RUN':<44} {'STATE':<10} {'JOB':>8} {'ATT':>3}  DETAIL")
     for r in runs:
-        detail = r["pending_reason"] or r["reason"] or ""
+        note = r["pending_reason"] or r["reason"] or ""
         state = r["state"] + ("*" if r["held"] else "")
-        print(f"{r['id']:<44} {state:<10} {r['slurm_job_id'] or '-':>8} {r['attempts']:>3}  {detail}")
+        print(f"{r['id']:<44} {state:<10} {r['slurm_job_id'] or '-':>8} {r['attempts']:>3}  {note}")
     return 0
 
 
 def _print_detail(d: dict[str, Any]) -> None:
     print(f"run       {d['id']}  ({d['name']})")
-    print(f"state     {d['state']}{' (held)' if d['held'] else ''}" + (f"  — {d['reason']}" if d["reason"] else ""))
+    print(
+        f"state     {d['state']}{' (held)' if d['held'] else ''}"
+        + (f"  — {d['reason']}" if d["reason"] else "")
+    )
     if d["pending_reason"]:
         print(f"pending   {d['pending_reason']}")
     if d["next_action_at"] and d["state"] == "BACKOFF":
@@ -153,14 +172,19 @@ def _print_detail(d: dict[str, Any]) -> None:
     for a in d["attempt_list"]:
         extra = f" exit {a['exit_code']}" if a["exit_code"] is not None else ""
         ck = f" from {a['checkpoint']}" if a["checkpoint"] else ""
-        print(f"  #{a['n']} job {a['job_id'] or '-'} {a['slurm_state'] or a['state']}{extra}"
-              f"{' on ' + a['nodes'] if a['nodes'] else ''}{ck}")
+        print(
+            f"  #{a['n']} job {a['job_id'] or '-'} {a['slurm_state'] or a['state']}{extra}"
+            f"{' on ' + a['nodes'] if a['nodes'] else ''}{ck}"
+        )
     if d["decisions"]:
         print("decisions:")
         for dec in d["decisions"]:
-            print(f"  {_fmt_time(dec['at'])} attempt {dec['attempt']}: {dec['rule']} -> {dec['action']}: {dec['reason']}"
-                  + (f" [{dec['outcome']}]" if dec["outcome"] else ""))
-            for line in list(dec["evidence"].get("lines") or [])[:5]:
+            print(
+                f"  {_fmt_time(dec['at'])} attempt {dec['attempt']}: {dec['rule']} -> {dec['action']}: "
+                f"{dec['reason']}"
+                + (f" [{dec['outcome']}]" if dec["outcome"] else "")
+            )
+            for line in list(dec["evidence"].get("lines") or [])[-5:]:
                 print(f"      | {str(line)[:160]}")
     print("events:")
     for e in d["events"][-15:]:
@@ -261,7 +285,11 @@ def cmd_logs(args: argparse.Namespace) -> int:
         print(f"shepherd: no log files yet for {run.id}", file=sys.stderr)
         return EXIT_ERROR
     # The newest attempt's driver log is what people want; show the others with --source.
-    target = next((f for f in reversed(wanted) if f.name == "ray-driver.log"), wanted[-1]) if not args.source else wanted[-1]
+    target = (
+        next((f for f in reversed(wanted) if f.name == "ray-driver.log"), wanted[-1])
+        if not args.source
+        else wanted[-1]
+    )
     if not target.exists():
         print(f"shepherd: {target} does not exist yet", file=sys.stderr)
         return EXIT_ERROR
@@ -288,7 +316,9 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="shepherd", description="Supervise GRPO runs on Slurm + Ray.")
-    p.add_argument("--root", default=None, help="state root (default: $SHEPHERD_ROOT or ~/.local/state/shepherd)")
+    p.add_argument(
+        "--root", default=None, help="state root (default: $SHEPHERD_ROOT or ~/.local/state/shepherd)"
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     def add(name: str, fn: Callable[[argparse.Namespace], int], help_: str) -> argparse.ArgumentParser:
@@ -304,8 +334,11 @@ def build_parser() -> argparse.ArgumentParser:
     st = add("status", cmd_status, "show runs, or one run in detail")
     st.add_argument("run", nargs="?")
     st.add_argument("--json", action="store_true")
-    for name, fn, h in (("cancel", cmd_cancel, "cancel a run"), ("hold", cmd_hold, "hold a run's pending job"),
-                        ("release", cmd_release, "release a held run")):
+    for name, fn, h in (
+        ("cancel", cmd_cancel, "cancel a run"),
+        ("hold", cmd_hold, "hold a run's pending job"),
+        ("release", cmd_release, "release a held run"),
+    ):
         add(name, fn, h).add_argument("run")
     r = add("resume", cmd_resume, "resubmit a run from a checkpoint")
     r.add_argument("run")

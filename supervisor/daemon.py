@@ -14,11 +14,14 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
 from anyio.abc import TaskGroup
+
+if TYPE_CHECKING:
+    from supervisor.actions import Actions
 
 from supervisor.events import JobState, StateEvent
 from supervisor.faultpoints import crash_point
@@ -64,6 +67,7 @@ class Daemon:
         self.last_poll_ok: float | None = None
         self.ready = anyio.Event()
         self.state_handlers: list[StateHandler] = []
+        self.actions: Actions | None = None
         self.sd = Notifier()
         self.heartbeats = HeartbeatRegistry()
         slow = settings.slurm
@@ -71,12 +75,14 @@ class Daemon:
         self.loop_allowance = {
             "intake": 60.0,
             "scheduler": 60.0 + 2 * slow.command_timeout_s,
-            "poller": max(slow.idle_poll_interval_s, slow.steady_poll_interval_s) + 4 * slow.command_timeout_s + 30,
+            "poller": max(slow.idle_poll_interval_s, slow.steady_poll_interval_s)
+            + 4 * slow.command_timeout_s
+            + 30,
         }
         self._wake_scheduler = anyio.Event()
         self._wake_poller = anyio.Event()
         self._tg: TaskGroup | None = None
-        self.python_bin_dir = (settings.python.parent if settings.python else Path(sys.executable).parent)
+        self.python_bin_dir = settings.python.parent if settings.python else Path(sys.executable).parent
 
     # ---- lifecycle ------------------------------------------------------------------------------------
     async def run(self, *, extra_tasks: list[Callable[[], Coroutine[Any, Any, None]]] | None = None) -> None:
@@ -89,8 +95,11 @@ class Daemon:
             await self.reconcile_until_seen()
             self.ready.set()
             self.sd.ready(self.status_line())
-            log.info("daemon ready", root=str(self.settings.root),
-                     runs=len(self.store.list_runs(include_final=False)))
+            log.info(
+                "daemon ready",
+                root=str(self.settings.root),
+                runs=len(self.store.list_runs(include_final=False)),
+            )
             for name, allowance in self.loop_allowance.items():
                 self.heartbeats.register(name, allowance)
             tg.start_soon(self.intake_loop)
@@ -115,8 +124,12 @@ class Daemon:
     def status_summary_for_systemd(self) -> StatusSummary:
         runs = self.store.list_runs(include_final=False)
         active = sum(1 for r in runs if r.state == RunState.RUNNING)
-        pending = sum(1 for r in runs if r.state in (RunState.PENDING, RunState.QUEUED, RunState.SUBMITTING,
-                                                      RunState.BACKOFF, RunState.HELD))
+        pending = sum(
+            1
+            for r in runs
+            if r.state
+            in (RunState.PENDING, RunState.QUEUED, RunState.SUBMITTING, RunState.BACKOFF, RunState.HELD)
+        )
         failed = sum(1 for r in self.store.list_runs() if r.state in (RunState.FAILED, RunState.LOST))
         blind = self.clock() - self.blind_since if self.blind_since is not None else None
         return StatusSummary(active=active, pending=pending, failed=failed, blind_for_s=blind)
@@ -197,13 +210,18 @@ class Daemon:
                 due = run.state == RunState.QUEUED or (
                     run.state == RunState.BACKOFF and (run.next_action_at or 0) <= now
                 )
-                if due and not run.held:
+                if due and not run.held and not self._previous_attempt_alive(run):
                     await self.submit_attempt(run)
                 elif run.state == RunState.BACKOFF and run.next_action_at:
                     wait = min(wait, max(0.05, run.next_action_at - now))
             with anyio.move_on_after(wait):
                 await self._wake_scheduler.wait()
             self._wake_scheduler = anyio.Event()
+
+    def _previous_attempt_alive(self, run: RunRow) -> bool:
+        """A resume waits until Slurm confirms the previous job is gone (we may have just scancelled it)."""
+        last = self.store.latest_attempt(run.id)
+        return last is not None and last.state in (AttemptState.INTENT, AttemptState.SUBMITTED)
 
     def spec_of(self, run: RunRow) -> JobSpec:
         return JobSpec.model_validate_json(run.spec_json)
@@ -214,7 +232,11 @@ class Daemon:
     async def submit_attempt(self, run: RunRow) -> AttemptRow | None:
         spec = self.spec_of(run)
         overrides = AttemptOverrides.from_dict(run.next_attempt)
-        attempt = self.store.begin_attempt(run.id, lambda n: make_job_name(run.id, n), overrides.to_dict())
+        from supervisor.actions import newest_checkpoint_step
+
+        # What existed at submission: the policy's measure of whether this attempt made progress.
+        record = {**overrides.to_dict(), "ckpt_step_at_submit": newest_checkpoint_step(spec)}
+        attempt = self.store.begin_attempt(run.id, lambda n: make_job_name(run.id, n), record)
         req = build_submit_request(
             spec,
             run_id=run.id,
@@ -232,8 +254,11 @@ class Daemon:
         except SlurmRejected as exc:
             self.store.attempt_not_submitted(run.id, attempt.n, AttemptState.SUBMIT_FAILED, str(exc))
             self.store.set_run_state(
-                run.id, RunState.FAILED, reason=f"sbatch refused the job: {exc}",
-                event=("failed", f"sbatch refused attempt {attempt.n}: {exc}", {}), attempt=attempt.n,
+                run.id,
+                RunState.FAILED,
+                reason=f"sbatch refused the job: {exc}",
+                event=("failed", f"sbatch refused attempt {attempt.n}: {exc}", {}),
+                attempt=attempt.n,
             )
             log.error("sbatch refused the job", run_id=run.id, attempt=attempt.n, error=str(exc))
             return None
@@ -263,7 +288,7 @@ class Daemon:
             if r.state not in (RunState.RUNNING, RunState.PENDING, RunState.HELD, RunState.BACKOFF):
                 return s.poll_interval_s
             a = self.store.latest_attempt(r.id)
-            if a is None or a.started_at is None and r.state == RunState.RUNNING:
+            if a is None or (a.started_at is None and r.state == RunState.RUNNING):
                 return s.poll_interval_s
             if r.state == RunState.RUNNING and a.started_at and self.clock() - a.started_at < 120:
                 return s.poll_interval_s
@@ -294,8 +319,10 @@ class Daemon:
         ids = sacct_needed(open_attempts, squeue)
         seen_tags = {o.tag for o in squeue if o.tag}
         lost_intents = [
-            a.tag for a in open_attempts
-            if a.state == AttemptState.INTENT and (a.run_id, a.n) not in seen_tags
+            a.tag
+            for a in open_attempts
+            if a.state == AttemptState.INTENT
+            and (a.run_id, a.n) not in seen_tags
             and (a.run_id, a.n) not in self.in_flight
         ]
         try:
@@ -339,48 +366,93 @@ class Daemon:
             log.info("intent reconciled with its job", run_id=run_id, attempt=n, job_id=obs.job_id)
             return
         if kind == UpdateKind.NEVER_SUBMITTED:
-            self.store.attempt_not_submitted(run_id, n, AttemptState.NEVER_SUBMITTED,
-                                             "Slurm has no job with this tag: sbatch never ran; submitting again")
+            self.store.attempt_not_submitted(
+                run_id,
+                n,
+                AttemptState.NEVER_SUBMITTED,
+                "Slurm has no job with this tag: sbatch never ran; submitting again",
+            )
             if not run.state.is_final:
                 self.store.set_run_state(run_id, RunState.QUEUED, next_attempt=attempt.overrides)
                 self._wake_scheduler.set()
             return
         if kind == UpdateKind.MISSING:
             if attempt.unknown_since is None:
-                log.warning("job not visible in Slurm; treating as unknown, not finished", run_id=run_id, attempt=n)
-            self.store.observe_attempt(run_id, n, slurm_state=attempt.slurm_state or "UNKNOWN",
-                                       reason=attempt.reason, nodes=None, unknown_since=missing_since)
+                log.warning(
+                    "job not visible in Slurm; treating as unknown, not finished", run_id=run_id, attempt=n
+                )
+            self.store.observe_attempt(
+                run_id,
+                n,
+                slurm_state=attempt.slurm_state or "UNKNOWN",
+                reason=attempt.reason,
+                nodes=None,
+                unknown_since=missing_since,
+            )
             return
         if kind == UpdateKind.UNKNOWN:
-            msg = f"job {attempt.job_id} vanished from Slurm (not in squeue or sacct for {self.settings.slurm.unknown_grace_s:.0f}s)"
+            grace = self.settings.slurm.unknown_grace_s
+            msg = f"job {attempt.job_id} vanished from Slurm (not in squeue or sacct for {grace:.0f}s)"
             self.store.mark_attempt_unknown(run_id, n, msg)
             if not run.state.is_final:
-                self.store.set_run_state(run_id, RunState.LOST, reason=msg, event=("lost", msg, {}), attempt=n)
-            await self._emit(run_id, n, StateEvent(run_id, n, attempt.job_id or "", JobState.UNKNOWN, msg, at=self.clock()))
+                self.store.set_run_state(
+                    run_id, RunState.LOST, reason=msg, event=("lost", msg, {}), attempt=n
+                )
+            await self._emit(
+                run_id, n, StateEvent(run_id, n, attempt.job_id or "", JobState.UNKNOWN, msg, at=self.clock())
+            )
             return
         assert obs is not None
         ended = kind == UpdateKind.ENDED
         started = obs.state in (JobState.RUNNING, JobState.COMPLETING) or (ended and bool(obs.start_time))
         changed = (obs.state.value != attempt.slurm_state) or (obs.reason != (attempt.reason or ""))
         self.store.observe_attempt(
-            run_id, n, slurm_state=obs.state.value, reason=obs.reason, nodes=obs.nodes,
-            exit_code=obs.exit_code, ended=ended, started=started, unknown_since=missing_since,
+            run_id,
+            n,
+            slurm_state=obs.state.value,
+            reason=obs.reason,
+            nodes=obs.nodes,
+            exit_code=obs.exit_code,
+            ended=ended,
+            started=started,
+            unknown_since=missing_since,
         )
         if not run.state.is_final and run.state not in (RunState.BACKOFF, RunState.QUEUED):
             if obs.state == JobState.PENDING and run.state != RunState.PENDING and not run.held:
                 self.store.set_run_state(run_id, RunState.PENDING)
             elif obs.state == JobState.RUNNING and run.state != RunState.RUNNING:
-                self.store.set_run_state(run_id, RunState.RUNNING, event=("running", f"attempt {n} running on {obs.nodes}", {"nodes": obs.nodes}), attempt=n)
+                self.store.set_run_state(
+                    run_id,
+                    RunState.RUNNING,
+                    event=("running", f"attempt {n} running on {obs.nodes}", {"nodes": obs.nodes}),
+                    attempt=n,
+                )
         if changed or ended:
             if changed and not ended:
                 log.info("job state", run_id=run_id, attempt=n, state=obs.state.value, reason=obs.reason)
-            event = StateEvent(run_id, n, obs.job_id, obs.state, obs.reason, obs.exit_code, obs.signal, obs.nodes,
-                               at=self.clock())
+            event = StateEvent(
+                run_id,
+                n,
+                obs.job_id,
+                obs.state,
+                obs.reason,
+                obs.exit_code,
+                obs.signal,
+                obs.nodes,
+                at=self.clock(),
+            )
             if ended:
-                self.store.add_event(run_id, n, "ended", f"attempt {n} ended {obs.state.value}"
-                                     + (f" exit {obs.exit_code}" if obs.exit_code is not None else ""),
-                                     {"state": obs.state.value, "exit_code": obs.exit_code})
-                log.info("job ended", run_id=run_id, attempt=n, state=obs.state.value, exit_code=obs.exit_code)
+                self.store.add_event(
+                    run_id,
+                    n,
+                    "ended",
+                    f"attempt {n} ended {obs.state.value}"
+                    + (f" exit {obs.exit_code}" if obs.exit_code is not None else ""),
+                    {"state": obs.state.value, "exit_code": obs.exit_code},
+                )
+                log.info(
+                    "job ended", run_id=run_id, attempt=n, state=obs.state.value, exit_code=obs.exit_code
+                )
             await self._emit(run_id, n, event)
 
     async def _emit(self, run_id: str, n: int, event: StateEvent) -> None:
@@ -404,13 +476,18 @@ class Daemon:
             self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
         else:
             self.store.set_run_state(
-                run.id, RunState.FAILED,
-                reason=f"{event.state.value}" + (f" exit {event.exit_code}" if event.exit_code is not None else ""),
+                run.id,
+                RunState.FAILED,
+                reason=f"{event.state.value}"
+                + (f" exit {event.exit_code}" if event.exit_code is not None else ""),
             )
 
     def schedule(self, run_id: str, *, at: float, overrides: AttemptOverrides, reason: str) -> None:
         self.store.set_run_state(
-            run_id, RunState.BACKOFF, next_action_at=at, next_attempt=overrides.to_dict(),
+            run_id,
+            RunState.BACKOFF,
+            next_action_at=at,
+            next_attempt=overrides.to_dict(),
             event=("resume-scheduled", reason, json.loads(json.dumps(overrides.to_dict()))),
         )
         self._wake_scheduler.set()

@@ -34,7 +34,13 @@ class RunState(StrEnum):
 
     @property
     def is_final(self) -> bool:
-        return self in {RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED, RunState.GAVE_UP, RunState.LOST}
+        return self in {
+            RunState.COMPLETED,
+            RunState.FAILED,
+            RunState.CANCELLED,
+            RunState.GAVE_UP,
+            RunState.LOST,
+        }
 
 
 class AttemptState(StrEnum):
@@ -193,8 +199,17 @@ def _slack_schema() -> str:
     return SLACK_SCHEMA_SQL
 
 
+_PROGRESS_SCHEMA = """
+CREATE TABLE progress (
+    run_id TEXT PRIMARY KEY,
+    attempt INTEGER NOT NULL,
+    at REAL NOT NULL,
+    data_json TEXT NOT NULL
+);
+"""
+
 # Each entry moves the schema from version i to i+1. Never edit a released entry: append.
-MIGRATIONS: list[Callable[[], str]] = [lambda: _CORE_SCHEMA, _slack_schema]
+MIGRATIONS: list[Callable[[], str]] = [lambda: _CORE_SCHEMA, _slack_schema, lambda: _PROGRESS_SCHEMA]
 
 
 class StoreError(Exception):
@@ -238,11 +253,15 @@ class Store:
     def migrate(self) -> None:
         version = self.schema_version
         if version > len(MIGRATIONS):
-            raise StoreError(f"{self.path}: schema version {version} is newer than this shepherd ({len(MIGRATIONS)})")
+            raise StoreError(
+                f"{self.path}: schema version {version} is newer than this shepherd ({len(MIGRATIONS)})"
+            )
         for i in range(version, len(MIGRATIONS)):
             # One script per migration, its own BEGIN/COMMIT: a crash leaves the old version intact.
             try:
-                self.db.executescript(f"BEGIN IMMEDIATE;\n{MIGRATIONS[i]()}\n;PRAGMA user_version = {i + 1};\nCOMMIT;")
+                self.db.executescript(
+                    f"BEGIN IMMEDIATE;\n{MIGRATIONS[i]()}\n;PRAGMA user_version = {i + 1};\nCOMMIT;"
+                )
             except sqlite3.Error:
                 if self.db.in_transaction:
                     self.db.execute("ROLLBACK")
@@ -257,7 +276,9 @@ class Store:
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (run_id, name, spec_json, spec_path, RunState.QUEUED, now, now),
             )
-            self._event(db, run_id, None, "queued", f"run {run_id} claimed from the queue", {"spec": spec_path})
+            self._event(
+                db, run_id, None, "queued", f"run {run_id} claimed from the queue", {"spec": spec_path}
+            )
         run = self.get_run(run_id)
         assert run is not None
         return run
@@ -271,7 +292,9 @@ class Store:
         exact = self.get_run(ref)
         if exact:
             return [exact]
-        rows = self.db.execute("SELECT * FROM runs WHERE name = ? ORDER BY created_at DESC", (ref,)).fetchall()
+        rows = self.db.execute(
+            "SELECT * FROM runs WHERE name = ? ORDER BY created_at DESC", (ref,)
+        ).fetchall()
         if not rows:
             rows = self.db.execute(
                 "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY created_at DESC",
@@ -327,10 +350,19 @@ class Store:
         )
 
     # ---- attempts -----------------------------------------------------------------------------------
-    def begin_attempt(self, run_id: str, tag_for: Callable[[int], str], overrides: dict[str, Any]) -> AttemptRow:
+    def begin_attempt(
+        self, run_id: str, tag_for: Callable[[int], str], overrides: dict[str, Any]
+    ) -> AttemptRow:
         """Write the intent to submit attempt n+1 (committed before sbatch is called)."""
         with self.tx() as db:
-            n = int(db.execute("SELECT COALESCE(MAX(n), 0) FROM attempts WHERE run_id = ?", (run_id,)).fetchone()[0]) + 1
+            n = (
+                int(
+                    db.execute(
+                        "SELECT COALESCE(MAX(n), 0) FROM attempts WHERE run_id = ?", (run_id,)
+                    ).fetchone()[0]
+                )
+                + 1
+            )
             db.execute(
                 "INSERT INTO attempts (run_id, n, tag, state, intent_at, overrides_json, checkpoint)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -357,7 +389,9 @@ class Store:
             )
             self._set_run_state(db, run_id, RunState.PENDING, None, None, None, None)
             how = "found by its tag after a restart" if reconciled else "submitted"
-            self._event(db, run_id, n, "submitted", f"attempt {n} {how}: Slurm job {job_id}", {"job_id": job_id})
+            self._event(
+                db, run_id, n, "submitted", f"attempt {n} {how}: Slurm job {job_id}", {"job_id": job_id}
+            )
 
     def attempt_not_submitted(self, run_id: str, n: int, state: AttemptState, message: str) -> None:
         with self.tx() as db:
@@ -365,8 +399,14 @@ class Store:
                 "UPDATE attempts SET state = ?, reason = ?, ended_at = ? WHERE run_id = ? AND n = ?",
                 (state, message, self.clock(), run_id, n),
             )
-            self._event(db, run_id, n, "submit-failed" if state == AttemptState.SUBMIT_FAILED else "reconciled",
-                        message, {})
+            self._event(
+                db,
+                run_id,
+                n,
+                "submit-failed" if state == AttemptState.SUBMIT_FAILED else "reconciled",
+                message,
+                {},
+            )
 
     def get_attempt(self, run_id: str, n: int) -> AttemptRow | None:
         row = self.db.execute("SELECT * FROM attempts WHERE run_id = ? AND n = ?", (run_id, n)).fetchone()
@@ -438,11 +478,19 @@ class Store:
             self._event(db, run_id, n, "unknown", message, {})
 
     # ---- events and decisions ----------------------------------------------------------------------
-    def add_event(self, run_id: str, attempt: int | None, kind: str, message: str, data: dict[str, Any] | None = None) -> None:
+    def add_event(
+        self, run_id: str, attempt: int | None, kind: str, message: str, data: dict[str, Any] | None = None
+    ) -> None:
         self._event(self.db, run_id, attempt, kind, message, data or {})
 
     def _event(
-        self, db: sqlite3.Connection, run_id: str, attempt: int | None, kind: str, message: str, data: dict[str, Any]
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        attempt: int | None,
+        kind: str,
+        message: str,
+        data: dict[str, Any],
     ) -> None:
         db.execute(
             "INSERT INTO events (run_id, attempt, at, kind, message, data_json) VALUES (?, ?, ?, ?, ?, ?)",
@@ -455,7 +503,15 @@ class Store:
             (run_id, limit),
         ).fetchall()
         return [
-            EventRow(r["id"], r["run_id"], r["attempt"], r["at"], r["kind"], r["message"], json.loads(r["data_json"]))
+            EventRow(
+                r["id"],
+                r["run_id"],
+                r["attempt"],
+                r["at"],
+                r["kind"],
+                r["message"],
+                json.loads(r["data_json"]),
+            )
             for r in rows
         ]
 
@@ -474,9 +530,18 @@ class Store:
         try:
             with self.tx() as db:
                 cur = db.execute(
-                    "INSERT INTO decisions (run_id, attempt, at, rule, action, signature, reason, evidence_json)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (run_id, attempt, self.clock(), rule, action, signature, reason, json.dumps(evidence, default=str)),
+                    "INSERT INTO decisions (run_id, attempt, at, rule, action, signature, reason,"
+                    " evidence_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        attempt,
+                        self.clock(),
+                        rule,
+                        action,
+                        signature,
+                        reason,
+                        json.dumps(evidence, default=str),
+                    ),
                 )
                 return int(cur.lastrowid or 0)
         except sqlite3.IntegrityError:
@@ -489,11 +554,32 @@ class Store:
         rows = self.db.execute("SELECT * FROM decisions WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
         return [
             DecisionRow(
-                r["id"], r["run_id"], r["attempt"], r["at"], r["rule"], r["action"], r["signature"], r["reason"],
-                json.loads(r["evidence_json"]), r["outcome"],
+                r["id"],
+                r["run_id"],
+                r["attempt"],
+                r["at"],
+                r["rule"],
+                r["action"],
+                r["signature"],
+                r["reason"],
+                json.loads(r["evidence_json"]),
+                r["outcome"],
             )
             for r in rows
         ]
+
+    # ---- progress and metrics snapshot (for `status` and `watch`) --------------------------------------
+    def save_progress(self, run_id: str, attempt: int, data_json: str) -> None:
+        self.db.execute(
+            "INSERT INTO progress (run_id, attempt, at, data_json) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT(run_id) DO UPDATE SET attempt = excluded.attempt, at = excluded.at,"
+            " data_json = excluded.data_json",
+            (run_id, attempt, self.clock(), data_json),
+        )
+
+    def load_progress(self, run_id: str) -> tuple[int, float, dict[str, Any]] | None:
+        row = self.db.execute("SELECT attempt, at, data_json FROM progress WHERE run_id = ?", (run_id,)).fetchone()
+        return (int(row[0]), float(row[1]), dict(json.loads(row[2]))) if row else None
 
     # ---- file cursors (the tailer's CursorStore) -----------------------------------------------------
     def load_cursor(self, path: str) -> tuple[int, int, int] | None:
@@ -511,14 +597,37 @@ class Store:
 
 def _run(r: sqlite3.Row) -> RunRow:
     return RunRow(
-        r["id"], r["name"], r["spec_json"], r["spec_path"], RunState(r["state"]), r["created_at"], r["updated_at"],
-        r["next_action_at"], r["next_attempt_json"], r["final_reason"], bool(r["held"]),
+        r["id"],
+        r["name"],
+        r["spec_json"],
+        r["spec_path"],
+        RunState(r["state"]),
+        r["created_at"],
+        r["updated_at"],
+        r["next_action_at"],
+        r["next_attempt_json"],
+        r["final_reason"],
+        bool(r["held"]),
     )
 
 
 def _attempt(r: sqlite3.Row) -> AttemptRow:
     return AttemptRow(
-        r["run_id"], r["n"], r["tag"], AttemptState(r["state"]), r["job_id"], r["intent_at"], r["submitted_at"],
-        r["started_at"], r["ended_at"], r["slurm_state"], r["reason"], r["exit_code"], r["nodes"], r["checkpoint"],
-        r["overrides_json"], r["unknown_since"], r["last_seen_at"],
+        r["run_id"],
+        r["n"],
+        r["tag"],
+        AttemptState(r["state"]),
+        r["job_id"],
+        r["intent_at"],
+        r["submitted_at"],
+        r["started_at"],
+        r["ended_at"],
+        r["slurm_state"],
+        r["reason"],
+        r["exit_code"],
+        r["nodes"],
+        r["checkpoint"],
+        r["overrides_json"],
+        r["unknown_since"],
+        r["last_seen_at"],
     )

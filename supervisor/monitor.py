@@ -1,0 +1,317 @@
+"""Watch every active attempt and feed what it shows into the rules engine.
+
+For each attempt whose job may be alive: its Slurm output file and
+`<jobid>-logs/` folder (inotify, or polling on shared filesystems), the
+trainer's status.json and metrics.jsonl, the clock, and the Slurm states the
+poller reports. Lines are read from a persisted cursor and the cursor is saved
+only after the lines were matched, so a restart neither re-reads nor misses
+anything; a match that is seen twice is still decided once (the store's
+unique decision index).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import structlog
+
+from supervisor.events import StateEvent, Tick
+from supervisor.rules.engine import Match, MatcherState, RuleSet, feed, load_ruleset, note_files, scan_lines
+from supervisor.spec import JobSpec
+from supervisor.store import AttemptRow, AttemptState, RunRow, Store
+from supervisor.submission import base_log_dir
+from supervisor.watch.fswatch import ChangeSource
+from supervisor.watch.metrics import MetricsReader, to_metric_events
+from supervisor.watch.progress import StatusReader, bar_event, parse_tqdm
+from supervisor.watch.tailer import FileCursor, Follower, TailResult
+
+if TYPE_CHECKING:
+    from supervisor.actions import Actions
+    from supervisor.daemon import Daemon
+
+log = structlog.get_logger(__name__)
+
+DRAIN_AFTER_END_S = 15.0  # keep reading an ended attempt's files this long: the last lines land late
+
+
+class StoreCursors:
+    """The tailer's CursorStore on the daemon's SQLite store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def load(self, path: str) -> FileCursor | None:
+        row = self.store.load_cursor(path)
+        return FileCursor(*row) if row else None
+
+    def save(self, path: str, cursor: FileCursor) -> None:
+        self.store.save_cursor(path, cursor.inode, cursor.offset, cursor.line_no)
+
+
+@dataclass
+class AttemptWatch:
+    run_id: str
+    n: int
+    job_id: str
+    spec: JobSpec
+    rules: RuleSet
+    state: MatcherState
+    log_base: Path
+    files: set[str] = field(default_factory=set)
+    status: StatusReader | None = None
+    metrics: MetricsReader | None = None
+    ended_at: float | None = None
+    progress: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.run_id, self.n)
+
+    def log_dirs(self) -> list[Path]:
+        """`<jobid>-logs/` and, after Slurm requeues, `<jobid>-<restart>-logs/` (NeMo RL's convention)."""
+        return sorted(self.log_base.glob(f"{self.job_id}-*logs")) if self.log_base.is_dir() else []
+
+
+class Monitor:
+    def __init__(self, daemon: Daemon, actions: Actions, *, clock: Callable[[], float] = time.time) -> None:
+        self.daemon = daemon
+        self.store = daemon.store
+        self.actions = actions
+        self.clock = clock
+        w = daemon.settings.watch
+        self.changes = ChangeSource(poll_interval_s=w.poll_interval_s, force_polling=w.force_polling)
+        self.follower = Follower(StoreCursors(self.store))
+        self.watches: dict[tuple[str, int], AttemptWatch] = {}
+        self._rulesets: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], RuleSet] = {}
+        self._by_path: dict[str, tuple[str, int]] = {}
+
+    # ---- which attempts are watched -----------------------------------------------------------------
+    def ruleset_for(self, spec: JobSpec) -> RuleSet:
+        key = (tuple(str(p) for p in spec.rules.files), spec.rules.use_default, tuple(spec.rules.disable))
+        rs = self._rulesets.get(key)
+        if rs is None:
+            rs = load_ruleset(spec.rules.files, use_default=spec.rules.use_default, disable=spec.rules.disable)
+            self._rulesets[key] = rs
+        return rs
+
+    def reload_rules(self) -> None:
+        """Called on SIGHUP / a rules file change: compile everything anew first, swap only if all load."""
+        fresh = {}
+        for key in self._rulesets:
+            files, use_default, disable = key
+            fresh[key] = load_ruleset([Path(f) for f in files], use_default=use_default, disable=list(disable))
+        self._rulesets = fresh
+        for w in self.watches.values():
+            w.rules = self.ruleset_for(w.spec)
+
+    def watch_for(self, run: RunRow, attempt: AttemptRow) -> AttemptWatch | None:
+        key = (run.id, attempt.n)
+        w = self.watches.get(key)
+        if w is not None or not attempt.job_id:
+            return w
+        spec = self.daemon.spec_of(run)
+        try:
+            rules = self.ruleset_for(spec)
+        except Exception as exc:
+            log.error("the run's rules do not load; using the default rules", run_id=run.id, error=str(exc))
+            rules = load_ruleset()
+        st = MatcherState(run_id=run.id, attempt=attempt.n)
+        w = AttemptWatch(run.id, attempt.n, attempt.job_id, spec, rules, st,
+                         base_log_dir(spec, self.daemon.run_dir(run)))
+        if spec.trainer_log_dir is not None:
+            w.status = StatusReader(spec.trainer_log_dir / "status.json")
+        self.watches[key] = w
+        self._refresh_files(w)
+        return w
+
+    def _refresh_files(self, w: AttemptWatch) -> None:
+        wanted = {str(w.log_base / f"slurm-{w.job_id}.out")}
+        for d in w.log_dirs():
+            wanted |= {str(p) for p in d.glob("ray-*.log")}
+            if str(d) not in self._by_path:
+                self.changes.add(d, is_dir=True)
+                self._by_path[str(d)] = w.key
+        if not w.log_dirs() and str(w.log_base) not in self._by_path and w.log_base.exists():
+            self.changes.add(w.log_base, is_dir=True)  # to see `<jobid>-logs/` appear
+            self._by_path[str(w.log_base)] = w.key
+        for f in wanted - w.files:
+            self.changes.add(f)
+            self._by_path[f] = w.key
+        w.files |= wanted
+        present = [p.name for d in w.log_dirs() for p in d.iterdir()] if w.log_dirs() else []
+        note_files(w.state, present)
+
+    def _drop(self, w: AttemptWatch) -> None:
+        for f in list(w.files) + [str(d) for d in w.log_dirs()] + [str(w.log_base)]:
+            if self._by_path.get(f) == w.key:
+                self.changes.remove(f)
+                self._by_path.pop(f, None)
+                self.follower.forget(f)
+        self.watches.pop(w.key, None)
+
+    def sync(self) -> None:
+        """Watch every open attempt; stop watching ended ones once their files are drained."""
+        now = self.clock()
+        open_keys = set()
+        for a in self.store.open_attempts():
+            if a.state != AttemptState.SUBMITTED:
+                continue
+            run = self.store.get_run(a.run_id)
+            if run is None:
+                continue
+            open_keys.add((a.run_id, a.n))
+            w = self.watch_for(run, a)
+            if w is not None:
+                self._refresh_files(w)
+        for key, w in list(self.watches.items()):
+            if key not in open_keys:
+                if w.ended_at is None:
+                    w.ended_at = now
+                elif now - w.ended_at > DRAIN_AFTER_END_S:
+                    self.read_files(w)
+                    self._drop(w)
+
+    # ---- reading ------------------------------------------------------------------------------------
+    def read_files(self, w: AttemptWatch, paths: set[str] | None = None) -> list[Match]:
+        matches: list[Match] = []
+        for path in sorted(paths if paths is not None else w.files):
+            while True:
+                try:
+                    result = self.follower.poll(path)
+                except OSError as exc:
+                    log.warning("could not read log file", path=path, error=str(exc))
+                    break
+                matches += self._scan(w, result)
+                self.follower.commit(result)
+                if not result.more:
+                    break
+        return matches
+
+    def _scan(self, w: AttemptWatch, result: TailResult) -> list[Match]:
+        now = self.clock()
+        name = Path(result.path).name
+        out: list[Match] = []
+        for batch in result.batches:
+            if not batch.texts:
+                continue
+            out += scan_lines(w.rules, w.state, batch.texts, name, batch.first_line, now, prefixes=batch.prefixes)
+            for text in batch.texts:
+                if "%|" in text or "it/s]" in text or "s/it]" in text:
+                    bar = parse_tqdm(text)
+                    if bar is not None:
+                        ev = bar_event(w.run_id, w.n, bar, now)
+                        out += feed(w.rules, w.state, ev)
+                        w.progress[f"bar:{bar.desc}"] = {"n": bar.n, "total": bar.total, "rate": bar.rate, "at": now}
+        return out
+
+    def read_trainer(self, w: AttemptWatch) -> list[Match]:
+        now = self.clock()
+        out: list[Match] = []
+        if w.status is not None:
+            for pev in w.status.poll_events(w.run_id, w.n, now):
+                out += feed(w.rules, w.state, pev)
+                if pev.key == "status":
+                    w.progress["status"] = dict(pev.detail)
+        if w.spec.trainer_log_dir is not None:
+            if w.metrics is None:
+                from supervisor.watch.tbevents import newest_exp_dir
+
+                exp = newest_exp_dir(w.spec.trainer_log_dir)
+                if exp is not None and (exp / "metrics.jsonl").exists():
+                    w.metrics = MetricsReader(exp / "metrics.jsonl")
+            if w.metrics is not None:
+                read = w.metrics.read()
+                events = to_metric_events(w.run_id, w.n, read.rows, now)
+                for mev in events:
+                    out += feed(w.rules, w.state, mev)
+                if read.rows:
+                    w.progress["metrics"] = {"step": read.rows[-1].step, **read.rows[-1].values}
+        return out
+
+    def persist_progress(self, w: AttemptWatch) -> None:
+        if w.progress:
+            self.store.save_progress(w.run_id, w.n, json.dumps(w.progress, default=str))
+
+    # ---- acting -------------------------------------------------------------------------------------
+    async def dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
+        if not matches:
+            return
+        run = self.store.get_run(w.run_id)
+        attempt = self.store.get_attempt(w.run_id, w.n)
+        if run is None or attempt is None:
+            return
+        for m in matches:
+            try:
+                await self.actions.on_match(run, attempt, m)
+            except Exception:
+                log.exception("acting on a match failed", run_id=w.run_id, rule=m.rule)
+
+    async def on_state(self, run: RunRow, attempt: AttemptRow, ev: StateEvent) -> None:
+        """A Slurm state change: drain the attempt's logs first (the cause is usually there), then decide."""
+        w = self.watch_for(run, attempt)
+        if w is None:
+            if ev.state.is_terminal:
+                await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code)
+            return
+        self._refresh_files(w)
+        await self.dispatch(w, self.read_files(w) + self.read_trainer(w))
+        matches = feed(w.rules, w.state, ev)
+        await self.dispatch(w, matches)
+        if ev.state.is_terminal:
+            w.ended_at = w.ended_at or self.clock()
+            acted = [d for d in self.store.decisions(run.id) if d.attempt == attempt.n and d.action != "none"]
+            if not acted:
+                await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code)
+
+    # ---- loops --------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.changes.run)
+            tg.start_soon(self._change_loop)
+            tg.start_soon(self._tick_loop)
+
+    async def _change_loop(self) -> None:
+        async for paths in self.changes:
+            self.daemon.beat("monitor")
+            by_watch: dict[tuple[str, int], set[str]] = {}
+            for p in paths:
+                key = self._by_path.get(p)
+                if key is None:
+                    parent = self._by_path.get(str(Path(p).parent))
+                    if parent is None:
+                        continue
+                    key = parent
+                by_watch.setdefault(key, set()).add(p)
+            for key, changed in by_watch.items():
+                w = self.watches.get(key)
+                if w is None:
+                    continue
+                if any(p not in w.files for p in changed):
+                    self._refresh_files(w)
+                await self.dispatch(w, self.read_files(w, {p for p in changed if p in w.files}))
+
+    async def _tick_loop(self) -> None:
+        last_progress_save = 0.0
+        while True:
+            self.daemon.beat("monitor")
+            try:
+                self.sync()
+                now = self.clock()
+                for w in list(self.watches.values()):
+                    matches = self.read_trainer(w)
+                    matches += feed(w.rules, w.state, Tick(now))
+                    await self.dispatch(w, matches)
+                if now - last_progress_save >= 5:
+                    for w in self.watches.values():
+                        self.persist_progress(w)
+                    last_progress_save = now
+            except Exception:
+                log.exception("monitor tick failed")
+            await anyio.sleep(1.0)
+

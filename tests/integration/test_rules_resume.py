@@ -1,0 +1,166 @@
+"""Rules and auto-resume on real Slurm jobs: each job prints a real failure signature and exits (or hangs).
+
+One daemon supervises all the runs of this module at once (they run side by side on the dev node), with a
+launcher that keeps ray.sub's log layout but skips Ray so each attempt takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.daemon import REPO, DaemonProcess, wait_for
+
+pytestmark = pytest.mark.slurm
+PLAIN = REPO / "tests" / "support" / "plain.sub"
+FAKE = REPO / "tests" / "support" / "fake_failure.py"
+
+
+@pytest.fixture(scope="module")
+def sup(tmp_path_factory: pytest.TempPathFactory, slurm_cluster: Any) -> Any:
+    root = tmp_path_factory.mktemp("rules-daemon")
+    d = DaemonProcess(root / "root", env={**slurm_cluster.env, "SHEPHERD_LAUNCH_SCRIPT": str(PLAIN)})
+    d.start()
+    yield d
+    d.stop()
+
+
+def spec(tmp: Path, name: str, kind: str, *extra: str, rules: str = "", resume: str = "", **top: str) -> Path:
+    ck = tmp / name / "ckpt"
+    rec = tmp / name / "record.jsonl"
+    ck.mkdir(parents=True)
+    argv = ["python", str(FAKE), kind, "--record", str(rec), "--checkpoint-dir", str(ck), *extra]
+    text = [
+        f"name: {name}",
+        f"command: {json.dumps(argv)}",
+        f"workdir: {tmp}",
+        "slurm: {cpus: 1, time: '00:10:00'}",
+        f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
+        "resume: {backoff_s: 0, pass_checkpoint: ['--resume-from', '{checkpoint}']" + (f", {resume}" if resume else "")
+        + "}",
+        f"shared_cache_dir: {tmp / 'shared-cache'}",
+    ]
+    if rules:
+        rf = tmp / name / "rules.yaml"
+        rf.write_text(rules)
+        text.append(f"rules: {{files: [{rf}]}}")
+    text += [f"{k}: {v}" for k, v in top.items()]
+    path = tmp / f"{name}.yaml"
+    path.write_text("\n".join(text) + "\n")
+    return path
+
+
+def records(tmp: Path, name: str) -> list[dict[str, Any]]:
+    f = tmp / name / "record.jsonl"
+    return [json.loads(line) for line in f.read_text().splitlines()] if f.exists() else []
+
+
+def decisions(sup: DaemonProcess, run: str) -> list[dict[str, Any]]:
+    return [d for d in sup.status(run).get("decisions", []) if d["action"] != "none" and d["rule"] != "run-completed"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "rule"),
+    [("cuda-oom", "cuda-oom"), ("nccl", "nccl-error"), ("preempted", "slurm-preempted")],
+)
+def test_a_retryable_failure_is_resumed_from_the_newest_checkpoint(
+    sup: DaemonProcess, tmp_path: Path, kind: str, rule: str
+) -> None:
+    run = sup.submit(spec(tmp_path, f"r-{kind}", kind))
+    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
+    assert final["state"] == "COMPLETED", sup.status(run)
+    assert final["attempts"] == 2
+    [d] = decisions(sup, run)
+    assert d["rule"] == rule and d["attempt"] == 1
+    assert "resuming from step_10" in d["outcome"]
+    first, second = records(tmp_path, f"r-{kind}")
+    assert "--resume-from" not in first["argv"]
+    assert second["argv"][-2:] == ["--resume-from", str(tmp_path / f"r-{kind}" / "ckpt" / "step_10")]
+
+
+def test_hf_cache_failure_resumes_with_a_shared_hf_home(sup: DaemonProcess, tmp_path: Path) -> None:
+    run = sup.submit(spec(tmp_path, "r-hf", "hf-cache"))
+    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
+    assert final["state"] == "COMPLETED", sup.status(run)
+    [d] = decisions(sup, run)
+    assert d["rule"] == "hf-cache-not-shared"
+    assert f"HF_HOME={tmp_path / 'shared-cache'}/huggingface" in d["outcome"]
+    first, second = records(tmp_path, "r-hf")
+    assert first["hf_home"] is None
+    assert second["hf_home"] == f"{tmp_path / 'shared-cache'}/huggingface"
+
+
+def test_a_harmless_log_fires_nothing(sup: DaemonProcess, tmp_path: Path) -> None:
+    run = sup.submit(spec(tmp_path, "r-quiet", "harmless"))
+    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
+    assert final["state"] == "COMPLETED" and final["attempts"] == 1
+    assert decisions(sup, run) == []
+
+
+def test_a_budget_of_two_stops_the_third_resume(sup: DaemonProcess, tmp_path: Path) -> None:
+    run = sup.submit(spec(tmp_path, "r-budget", "nccl", "--always", resume="max_attempts: 3"))
+    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=180)
+    assert final["state"] == "GAVE_UP", sup.status(run)
+    assert final["attempts"] == 3
+    outcomes = [d["outcome"] for d in decisions(sup, run)]
+    assert len(outcomes) == 3 and all("resuming" in o for o in outcomes[:2])
+    assert "gave up" in outcomes[2] and "budget" in outcomes[2]
+
+
+NON_RETRYABLE = """\
+rules:
+  - name: bad-dataset
+    description: the dataset path is wrong; retrying will not help
+    priority: 95
+    category: failure
+    retryable: false
+    trigger: {kind: log, regex: "Pretrained run config not found"}
+    actions:
+      - give_up: {reason: "dataset missing"}
+      - alert: {level: error, message: "{run}: {rule}: {excerpt}"}
+"""
+
+
+def test_a_non_retryable_rule_alerts_and_stops(sup: DaemonProcess, tmp_path: Path) -> None:
+    run = sup.submit(spec(tmp_path, "r-stop", "hf-cache", rules=NON_RETRYABLE))
+    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
+    assert final["state"] == "GAVE_UP" and final["attempts"] == 1
+    [d] = decisions(sup, run)
+    assert d["rule"] == "bad-dataset" and "gave up" in d["outcome"]
+
+
+STALL = """\
+rules:
+  - name: rollouts-stalled
+    description: rollout collection stopped moving
+    priority: 40
+    category: stall
+    trigger: {kind: stalled, for: 4s}
+    actions:
+      - resume: {from: latest}
+      - alert: {level: warning, message: "{run}: rollouts stalled"}
+"""
+
+
+def test_a_stall_is_detected_while_the_job_keeps_running(sup: DaemonProcess, tmp_path: Path) -> None:
+    run = sup.submit(spec(tmp_path, "r-stall", "harmless", "--hang", rules=STALL))
+    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
+    assert final["state"] == "COMPLETED", sup.status(run)
+    [d] = decisions(sup, run)
+    assert d["rule"] == "rollouts-stalled" and "cancelled job" in d["outcome"]
+    first = sup.status(run)["attempt_list"][0]
+    assert first["slurm_state"] == "CANCELLED"
+
+
+def test_node_failure_resumes_excluding_the_node(sup: DaemonProcess, tmp_path: Path) -> None:
+    run = sup.submit(spec(tmp_path, "r-node", "node-failure"))
+    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
+    [d] = decisions(sup, run)
+    assert d["rule"] == "node-failure" and "--exclude=node1" in d["outcome"]
+    assert final["attempts"] == 2
+    assert sup.status(run)["attempt_list"][1]["overrides"]["exclude"] == ["node1"]
+    # The dev cluster has one node: Slurm refuses a job that excludes it, and the run says so.
+    assert final["state"] == "FAILED" and "Requested node configuration is not available" in final["reason"]

@@ -1,0 +1,87 @@
+"""A real job for rule tests: prints a real failure signature on its first attempt, then succeeds.
+
+    python tests/support/fake_failure.py KIND [--always] [--record FILE] [--checkpoint-dir DIR]
+
+It records its argv and the env the daemon may patch (HF_HOME...) so a test can check the fix and the
+checkpoint it was resumed from; with --checkpoint-dir it writes a complete NeMo RL style step_N first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+SIGNATURES = {
+    "cuda-oom": [
+        "Traceback (most recent call last):",
+        '  File "/opt/nemo_rl/algorithms/grpo.py", line 812, in grpo_train',
+        "    train_results = policy.train(train_data, loss_fn)",
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::DTensorPolicyWorker.train() "
+        "(pid=4242, ip=10.0.0.7, actor_id=abc, repr=DTensorPolicyWorker[rank=0])",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "79.10 GiB of which 1.02 GiB is free.",
+    ],
+    "hf-cache": [
+        "Traceback (most recent call last):",
+        '  File "/opt/nemo_rl/models/megatron/community_import.py", line 80, in import_model_from_hf_name',
+        "FileNotFoundError: Pretrained run config not found at "
+        "/root/.cache/huggingface/nemo_rl/Qwen/Qwen3-4B/iter_0000000/run_config.yaml on rank=1. This usually "
+        "means that the one-time HF->mcore conversion on rank=0 saved to a directory not being mounted on this "
+        "node. Please check",
+    ],
+    "nccl": [
+        "[rank3]:[E1121 03:12:44.123456 4242 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+        "ran for 600043 milliseconds before timing out.",
+    ],
+    "preempted": ["slurmstepd: error: *** JOB {job} ON node1 CANCELLED AT 2026-11-21T03:12:44 DUE TO PREEMPTION ***"],
+    "node-failure": ["slurmstepd: error: *** JOB {job} ON node1 CANCELLED AT 2026-11-21T03:12:44 DUE TO NODE FAILURE ***"],
+    "harmless": [
+        "NCCL INFO NET/IB : No device found.",
+        "WARNING: the out-of-memory error handler is installed",
+        "Collecting rollouts: 100%|##########| 64/64 [00:01<00:00, 50.0it/s]",
+    ],
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("kind")
+    ap.add_argument("--always", action="store_true", help="fail on every attempt")
+    ap.add_argument("--record")
+    ap.add_argument("--checkpoint-dir")
+    ap.add_argument("--resume-from")
+    ap.add_argument("--hang", action="store_true", help="after the bars, stop making progress but stay alive")
+    ap.add_argument("--sleep", type=float, default=0.0)
+    args = ap.parse_args()
+    attempt = int(os.environ.get("SHEPHERD_ATTEMPT", "1"))
+    if args.record:
+        with open(args.record, "a") as fh:
+            fh.write(json.dumps({"attempt": attempt, "argv": sys.argv[1:], "hf_home": os.environ.get("HF_HOME"),
+                                 "job": os.environ.get("SLURM_JOB_ID")}) + "\n")
+    if args.checkpoint_dir and (attempt == 1 or not args.always):  # --always: no progress after the first
+        step = Path(args.checkpoint_dir) / f"step_{attempt * 10}"
+        step.mkdir(parents=True, exist_ok=True)
+        (step / "training_info.json").write_text(json.dumps({"step": attempt * 10, "val:accuracy": 0.1 * attempt}))
+    print(f"attempt {attempt} starting", flush=True)
+    if args.hang and (attempt == 1 or args.always):
+        for i in range(1, 4):
+            print(f"Collecting rollouts: {i * 25}%|##   | {i * 16}/64 [00:0{i}<00:03, 16.0it/s]", flush=True)
+            time.sleep(0.2)
+        time.sleep(3600)
+    if args.sleep:
+        time.sleep(args.sleep)
+    if attempt > 1 and not args.always:
+        print("training finished", flush=True)
+        return 0
+    for line in SIGNATURES[args.kind]:
+        print(line.format(job=os.environ.get("SLURM_JOB_ID", "0")), flush=True)
+    return 0 if args.kind == "harmless" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

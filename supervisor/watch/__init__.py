@@ -1,0 +1,1 @@
+"""Watchers: turn files a job writes into the typed events the rules engine consumes (docs/watching.md)."""

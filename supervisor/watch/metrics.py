@@ -1,0 +1,121 @@
+"""Incremental reading of the trainer's `metrics.jsonl` (one JSON object per step).
+
+Same cursor discipline as the log tailer: (inode, offset, line_no), a partial
+last line waits for its newline, a replaced file starts over. On resume the
+trainer rewrites the file (keeping lines up to the checkpoint step) through
+`os.replace`, so a new inode is normal; lines already seen in this process
+are recognised by content and not re-emitted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from supervisor.events import MetricEvent
+from supervisor.watch.tailer import FileCursor
+
+log = structlog.get_logger(__name__)
+
+NON_METRIC_KEYS = frozenset({"step", "time", "timestamp", "wall_time", "_time"})
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRow:
+    step: int
+    time: float | None
+    values: dict[str, float]
+
+
+def parse_metrics_line(line: bytes | str) -> MetricRow | None:
+    """One jsonl line; None unless it is an object with a numeric `step`. Non-numeric values are skipped."""
+    try:
+        data = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    step = data.get("step")
+    if isinstance(step, bool) or not isinstance(step, int | float) or not math.isfinite(step):
+        return None
+    t = data.get("time", data.get("timestamp"))
+    when = float(t) if isinstance(t, int | float) and not isinstance(t, bool) else None
+    values: dict[str, float] = {}
+    for k, v in data.items():
+        if k in NON_METRIC_KEYS or isinstance(v, bool) or not isinstance(v, int | float):
+            continue
+        values[k] = float(v)  # NaN/inf kept: a NaN loss is exactly what a rule wants to see
+    return MetricRow(int(step), when, values)
+
+
+@dataclass(slots=True)
+class MetricsRead:
+    rows: list[MetricRow]
+    cursor: FileCursor | None
+    replaced: bool = False
+    bad_lines: int = 0
+
+
+class MetricsReader:
+    """Reads new rows of one metrics.jsonl; `cursor` is what to persist after the rows were used."""
+
+    def __init__(
+        self, path: str | Path, cursor: FileCursor | None = None, max_bytes: int = 16 * 1024 * 1024
+    ) -> None:
+        self.path = Path(path)
+        self.cursor = cursor
+        self.max_bytes = max_bytes
+        self._seen: dict[int, int] = {}  # step -> hash of the line, to skip re-emits after a rewrite
+
+    def read(self) -> MetricsRead:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return MetricsRead([], self.cursor)
+        replaced = False
+        try:
+            st = os.fstat(fd)
+            cur = self.cursor
+            if cur is None or cur.inode != st.st_ino or st.st_size < cur.offset:
+                replaced = cur is not None
+                cur = FileCursor(st.st_ino, 0, 0)
+            want = min(st.st_size - cur.offset, self.max_bytes)
+            data = os.pread(fd, want, cur.offset) if want > 0 else b""
+        finally:
+            os.close(fd)
+        nl = data.rfind(b"\n")
+        if nl < 0:
+            self.cursor = cur
+            return MetricsRead([], cur, replaced)
+        rows: list[MetricRow] = []
+        bad = 0
+        lines = data[:nl].split(b"\n")
+        for raw in lines:
+            if not raw.strip():
+                continue
+            row = parse_metrics_line(raw)
+            if row is None:
+                bad += 1
+                continue
+            h = hash(raw)
+            if self._seen.get(row.step) == h:
+                continue  # same line re-read after the trainer rewrote the file
+            self._seen[row.step] = h
+            rows.append(row)
+        self.cursor = FileCursor(cur.inode, cur.offset + nl + 1, cur.line_no + len(lines))
+        if bad:
+            log.warning("unparseable metrics.jsonl lines skipped", path=str(self.path), count=bad)
+        return MetricsRead(rows, self.cursor, replaced, bad)
+
+
+def to_metric_events(run_id: str, attempt: int, rows: list[MetricRow], now: float) -> list[MetricEvent]:
+    return [
+        MetricEvent(run_id, attempt, tag, row.step, value, row.time if row.time is not None else now)
+        for row in rows
+        for tag, value in row.values.items()
+    ]

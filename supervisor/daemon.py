@@ -221,7 +221,10 @@ class Daemon:
     def _previous_attempt_alive(self, run: RunRow) -> bool:
         """A resume waits until Slurm confirms the previous job is gone (we may have just scancelled it)."""
         last = self.store.latest_attempt(run.id)
-        return last is not None and last.state in (AttemptState.INTENT, AttemptState.SUBMITTED)
+        if last is None or last.state not in (AttemptState.INTENT, AttemptState.SUBMITTED):
+            return False
+        # COMPLETING: the batch script is gone and only cleanup remains; the next attempt may queue behind it.
+        return last.slurm_state != JobState.COMPLETING.value
 
     def spec_of(self, run: RunRow) -> JobSpec:
         return JobSpec.model_validate_json(run.spec_json)

@@ -27,6 +27,7 @@ from supervisor.spec import JobSpec
 from supervisor.store import AttemptRow, AttemptState, RunRow, Store
 from supervisor.submission import base_log_dir
 from supervisor.watch.fswatch import ChangeSource
+from supervisor.watch.lines import SEGMENT_SEP
 from supervisor.watch.metrics import MetricsReader, to_metric_events
 from supervisor.watch.progress import StatusReader, bar_event, parse_tqdm
 from supervisor.watch.tailer import FileCursor, Follower, TailResult
@@ -174,16 +175,17 @@ class Monitor:
                 if w.ended_at is None:
                     w.ended_at = now
                 elif now - w.ended_at > DRAIN_AFTER_END_S:
-                    self.read_files(w)
+                    self.read_files(w, flush=True)
                     self._drop(w)
 
     # ---- reading ------------------------------------------------------------------------------------
-    def read_files(self, w: AttemptWatch, paths: set[str] | None = None) -> list[Match]:
+    def read_files(self, w: AttemptWatch, paths: set[str] | None = None, *, flush: bool = False) -> list[Match]:
+        """New lines of the attempt's files; `flush` also takes an unfinished last line (the job ended)."""
         matches: list[Match] = []
         for path in sorted(paths if paths is not None else w.files):
             while True:
                 try:
-                    result = self.follower.poll(path)
+                    result = self.follower.poll(path, flush=flush)
                 except OSError as exc:
                     log.warning("could not read log file", path=path, error=str(exc))
                     break
@@ -210,9 +212,23 @@ class Monitor:
                         w.progress[f"bar:{bar.desc}"] = {"n": bar.n, "total": bar.total, "rate": bar.rate, "at": now}
         return out
 
-    def read_trainer(self, w: AttemptWatch) -> list[Match]:
+    def read_bars(self, w: AttemptWatch) -> list[Match]:
+        """A running tqdm bar redraws with `\r` and never ends its line: read it from the unfinished line."""
         now = self.clock()
         out: list[Match] = []
+        for path in w.files:
+            text = self.follower.tailer.partial_text(path)
+            if not text or "|" not in text:
+                continue
+            bar = parse_tqdm(text.rsplit(SEGMENT_SEP, 1)[-1])
+            if bar is not None:
+                out += feed(w.rules, w.state, bar_event(w.run_id, w.n, bar, now))
+                w.progress[f"bar:{bar.desc}"] = {"n": bar.n, "total": bar.total, "rate": bar.rate, "at": now}
+        return out
+
+    def read_trainer(self, w: AttemptWatch) -> list[Match]:
+        now = self.clock()
+        out: list[Match] = self.read_bars(w)
         if w.status is not None:
             for pev in w.status.poll_events(w.run_id, w.n, now):
                 out += feed(w.rules, w.state, pev)
@@ -260,7 +276,7 @@ class Monitor:
                 await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code)
             return
         self._refresh_files(w)
-        await self.dispatch(w, self.read_files(w) + self.read_trainer(w))
+        await self.dispatch(w, self.read_files(w, flush=ev.state.is_terminal) + self.read_trainer(w))
         matches = feed(w.rules, w.state, ev)
         await self.dispatch(w, matches)
         if ev.state.is_terminal:

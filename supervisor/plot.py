@@ -1,0 +1,105 @@
+"""The run's picture: training reward and validation curves vs step, for Slack and `shepherd plot`.
+
+People judge a GRPO run by two shapes: is the reward climbing, and does validation
+follow. Two panels side by side, one shared step axis each, nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+REWARD_TAGS = ("train/reward_mean", "train/reward", "reward_mean", "reward/mean", "reward")
+REWARD_STD_TAGS = ("train/reward_std", "reward_std", "reward/std")
+
+
+def _series(points: Sequence[tuple[str, int, float]]) -> dict[str, list[tuple[int, float]]]:
+    """Per tag, (step, value) sorted by step; the last value wins for a repeated step (a resumed run)."""
+    by_tag: dict[str, dict[int, float]] = {}
+    for tag, step, value in points:
+        if value is None or not math.isfinite(float(value)):
+            continue
+        by_tag.setdefault(tag, {})[int(step)] = float(value)
+    return {tag: sorted(steps.items()) for tag, steps in by_tag.items()}
+
+
+def _reward_tag(series: dict[str, list[tuple[int, float]]]) -> str | None:
+    """The known names first, then any training tag that looks like a mean reward."""
+    for name in REWARD_TAGS:
+        if name in series:
+            return name
+    for tag in sorted(series):
+        if "reward" in tag and "std" not in tag and not tag.startswith(("val", "timing")):
+            return tag
+    return None
+
+
+def render_curves(points: Sequence[tuple[str, int, float]], out_png: Path, title: str) -> Path:
+    """Write a PNG (two panels: training reward, validation metrics) and return its path."""
+    series = _series(points)
+    reward_tag = _reward_tag(series)
+    std_tag = next((t for t in REWARD_STD_TAGS if t in series), None)
+    val_tags = sorted(t for t in series if t.startswith(("val/", "validation/", "val:")))
+
+    fig, (ax_r, ax_v) = plt.subplots(1, 2, figsize=(12, 4.6), dpi=110, constrained_layout=True)
+    fig.suptitle(title, fontsize=13, fontweight="bold")
+
+    if reward_tag:
+        steps = [s for s, _ in series[reward_tag]]
+        vals = [v for _, v in series[reward_tag]]
+        ax_r.plot(steps, vals, color="#1f77b4", linewidth=1.8, label=reward_tag)
+        if std_tag:
+            std = dict(series[std_tag])
+            band = [(s, v, std[s]) for s, v in series[reward_tag] if s in std]
+            if band:
+                ax_r.fill_between(
+                    [b[0] for b in band],
+                    [b[1] - b[2] for b in band],
+                    [b[1] + b[2] for b in band],
+                    color="#1f77b4",
+                    alpha=0.15,
+                    label="± std",
+                )
+        ax_r.annotate(
+            f"{vals[-1]:.3g} @ {steps[-1]}",
+            xy=(steps[-1], vals[-1]),
+            xytext=(-6, 8),
+            textcoords="offset points",
+            ha="right",
+            fontsize=9,
+            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "#999999", "alpha": 0.9},
+        )
+        ax_r.legend(loc="best", fontsize=9)
+    else:
+        ax_r.text(0.5, 0.5, "no reward metrics yet", ha="center", va="center", transform=ax_r.transAxes)
+    ax_r.set_title("Training reward (mean)")
+    ax_r.set_xlabel("step")
+    ax_r.set_ylabel("reward")
+    ax_r.grid(True, alpha=0.3)
+
+    if val_tags:
+        for tag in val_tags:
+            steps = [s for s, _ in series[tag]]
+            vals = [v for _, v in series[tag]]
+            ax_v.plot(steps, vals, marker="o", markersize=3.5, linewidth=1.6, label=tag)
+        ax_v.legend(loc="best", fontsize=9)
+    else:
+        ax_v.text(0.5, 0.5, "no validation yet", ha="center", va="center", transform=ax_v.transAxes)
+    ax_v.set_title("Validation")
+    ax_v.set_xlabel("step")
+    ax_v.set_ylabel("value")
+    ax_v.grid(True, alpha=0.3)
+
+    out_png = Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_png.with_name(out_png.name + ".tmp")
+    fig.savefig(tmp, format="png")
+    plt.close(fig)
+    tmp.replace(out_png)
+    return out_png

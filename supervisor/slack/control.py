@@ -1,0 +1,19 @@
+"""What Slack commands dispatch to: the daemon implements this with the CLI's own code path."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class RunControl(Protocol):
+    async def resume(self, run: str, checkpoint: str, actor: str) -> str: ...  # returns a human message
+    async def cancel(self, run: str, actor: str) -> str: ...
+    async def hold(self, run: str, actor: str) -> str: ...
+    async def release(self, run: str, actor: str) -> str: ...
+    async def give_up(self, run: str, actor: str) -> str: ...
+    async def status(self, run: str | None) -> str: ...
+    async def silence(self, target: str, seconds: float, actor: str) -> str: ...
+
+
+class ControlError(Exception):
+    """Unknown run, or the action makes no sense in the run's state; the message is shown to the user."""

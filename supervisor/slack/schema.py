@@ -1,0 +1,95 @@
+"""SQL owned by the Slack side; the store runs it as one versioned migration.
+
+Tables:
+- slack_outbox: every outgoing Slack call, written synchronously by the notifier and
+  delivered in id order per channel by the sender. `in_flight` is set (committed)
+  just before the HTTP call and cleared in the same transaction that records
+  `sent_at`, so after a crash a row still marked in flight is the only one that may
+  already be in Slack (see notifier.py for how it is resolved).
+- slack_threads: one thread per run (the ts of the run's first message).
+- slack_rate / slack_dedupe: per-run flood control state, so a restart in a crash loop
+  doesn't reset the bound.
+- slack_silences: run/rule silences from `/shepherd silence`.
+- slack_commands: audit log of every command or button press (who, what, when, outcome).
+- slack_meta: a random instance id stamped into message metadata.
+"""
+
+import sqlite3
+
+SLACK_SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS slack_outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel TEXT NOT NULL,
+    run_id TEXT,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    data BLOB,
+    created_at REAL NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_try_at REAL NOT NULL DEFAULT 0,
+    in_flight INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    sent_at REAL,
+    result_ts TEXT,
+    dead INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS slack_outbox_pending ON slack_outbox(channel, id)
+    WHERE sent_at IS NULL AND dead = 0;
+CREATE TABLE IF NOT EXISTS slack_threads (
+    run_id TEXT PRIMARY KEY,
+    run_name TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    level TEXT NOT NULL DEFAULT 'info',
+    opener_id INTEGER,
+    ts TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS slack_threads_name ON slack_threads(run_name, created_at);
+CREATE TABLE IF NOT EXISTS slack_rate (
+    run_id TEXT PRIMARY KEY,
+    window_start REAL NOT NULL,
+    sent INTEGER NOT NULL,
+    dropped INTEGER NOT NULL DEFAULT 0,
+    dropped_titles TEXT NOT NULL DEFAULT '[]'
+);
+CREATE TABLE IF NOT EXISTS slack_dedupe (
+    run_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    last_at REAL NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+CREATE TABLE IF NOT EXISTS slack_silences (
+    target TEXT PRIMARY KEY,
+    until REAL NOT NULL,
+    actor TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS slack_commands (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    user_id TEXT NOT NULL,
+    channel_id TEXT,
+    source TEXT NOT NULL,
+    raw TEXT NOT NULL,
+    action TEXT,
+    run TEXT,
+    authorised INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    message TEXT
+);
+CREATE TABLE IF NOT EXISTS slack_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+
+def open_db(path: str) -> sqlite3.Connection:
+    """A connection set up like the store's (WAL, autocommit), for tests and stand-alone use."""
+    db = sqlite3.connect(path, isolation_level=None, timeout=10.0, check_same_thread=False)
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA busy_timeout=10000")
+    db.executescript(SLACK_SCHEMA_SQL)
+    return db

@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,10 +28,10 @@ import structlog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from supervisor.daemon import Daemon  # noqa: E402
-from supervisor.settings import Settings  # noqa: E402
-from supervisor.slurm.client import SlurmClient  # noqa: E402
-from supervisor.store import Store  # noqa: E402
+from supervisor.daemon import Daemon
+from supervisor.settings import Settings
+from supervisor.slurm.client import SlurmClient
+from supervisor.store import Store
 
 SPEC = """name: {name}
 command: ["sleep", "600"]
@@ -61,8 +60,10 @@ async def measure(n: int, polls: int, interval: float, root: Path) -> dict[str, 
     slurm = SlurmClient(timeout_s=60)
     daemon = Daemon(settings, store, slurm)
     for i in range(n):
-        (settings.queue_dir / f"scale-{i:05d}.yaml").write_text(SPEC.format(name=f"scale-{i:05d}", workdir=root))
-    time.sleep(settings.spec_settle_s + 0.05)
+        (settings.queue_dir / f"scale-{i:05d}.yaml").write_text(
+            SPEC.format(name=f"scale-{i:05d}", workdir=root)
+        )
+    await anyio.sleep(settings.spec_settle_s + 0.05)
     daemon.scan_queue()
     t0 = time.monotonic()
     for run in store.list_runs(include_final=False):
@@ -82,7 +83,7 @@ async def measure(n: int, polls: int, interval: float, root: Path) -> dict[str, 
     tracked = len(job_ids)
     store.close()
     for i in range(0, len(job_ids), 200):  # only our own jobs, in a few calls
-        subprocess.run(["scancel", *job_ids[i : i + 200]], check=False, capture_output=True)
+        await anyio.run_process(["scancel", *job_ids[i : i + 200]], check=False)
     return {
         "jobs": n,
         "tracked": tracked,
@@ -109,14 +110,19 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="shepherd-scale-") as tmp:
             r = anyio.run(measure, n, args.polls, args.interval, Path(tmp))
         results.append(r)
-        print(f"{r['jobs']:>6} jobs: {r['slurm_calls_per_poll']:>5} Slurm calls/poll, "
-              f"{r['slurm_calls_per_minute']:>6} calls/min, RSS {r['rss_mb']} MB, CPU {r['cpu_percent']}%, "
-              f"submitted in {r['submit_s']} s", flush=True)
+        print(
+            f"{r['jobs']:>6} jobs: {r['slurm_calls_per_poll']:>5} Slurm calls/poll, "
+            f"{r['slurm_calls_per_minute']:>6} calls/min, RSS {r['rss_mb']} MB, CPU {r['cpu_percent']}%, "
+            f"submitted in {r['submit_s']} s",
+            flush=True,
+        )
     out_dir = Path(__file__).parent / "results"
     out_dir.mkdir(exist_ok=True)
     summary = dict(results[-1])
     summary["by_jobs"] = results
-    summary["calls_per_poll_grows_with_jobs"] = results[-1]["slurm_calls_per_poll"] > results[0]["slurm_calls_per_poll"]
+    summary["calls_per_poll_grows_with_jobs"] = (
+        results[-1]["slurm_calls_per_poll"] > results[0]["slurm_calls_per_poll"]
+    )
     (out_dir / "scale.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary))
     return 0

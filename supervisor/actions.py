@@ -131,6 +131,20 @@ class Actions:
     def notify(self, event: RunEvent) -> None:
         self.sink.publish(event)
 
+    def plot(self, run: RunRow) -> None:
+        """Reward and validation curves into the run's thread: people would rather look than read."""
+        try:
+            from supervisor.metrics_source import run_metric_points
+            from supervisor.plot import render_curves
+
+            points = run_metric_points(self.store, self.daemon.settings, run)
+            if not points:
+                return
+            png = render_curves(points, self.daemon.run_dir(run) / "curves.png", title=run.id)
+            self.sink.publish_plot(run.id, str(png), f"{run.name}: reward and validation")
+        except Exception:
+            log.exception("could not draw the run's curves", run_id=run.id)
+
     async def on_match(self, run: RunRow, attempt: AttemptRow, m: Match) -> None:
         """Record the match as a decision (once per incident) and carry out its actions."""
         spec = self.daemon.spec_of(run)
@@ -201,6 +215,7 @@ class Actions:
             outcomes.append("alerted")
         if m.category == "completed" and not outcomes[:-1]:
             self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
+            self.plot(run)
         return "; ".join(outcomes) or "recorded"
 
     def _spec_context(self, spec: JobSpec) -> dict[str, str]:
@@ -277,6 +292,7 @@ class Actions:
         self.notify(RunEvent(run.id, "gave_up", alert_text or f"{run.id}: gave up: {reason}", text=reason,
                              level="error", excerpt="\n".join(m.evidence.lines[-20:]) or None, rule=m.rule,
                              needs_human=True))
+        self.plot(run)
         return "; ".join(x for x in (stopped, f"gave up: {reason}") if x)
 
     async def _cancel(self, run: RunRow, attempt: AttemptRow, m: Match) -> str:
@@ -306,6 +322,7 @@ class Actions:
         if state == JobState.COMPLETED:
             self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
             self.notify(RunEvent(run.id, "completed", f"{run.id} completed", level="info"))
+            self.plot(run)
             return
         code = f" (exit {exit_code})" if exit_code is not None else ""
         reason = f"attempt {attempt.n} ended {state.value}{code} and no rule recognised the failure"

@@ -119,6 +119,8 @@ def _run_detail(store: Store, run: RunRow) -> dict[str, Any]:
     out["events"] = [
         {"at": e.at, "attempt": e.attempt, "kind": e.kind, "message": e.message} for e in store.events(run.id)
     ]
+    snap = store.load_progress(run.id)  # the monitor's latest progress and metrics snapshot
+    out["progress"] = {"attempt": snap[0], "at": snap[1], **snap[2]} if snap else None
     return out
 
 
@@ -168,6 +170,11 @@ def _print_detail(d: dict[str, Any]) -> None:
         print(f"pending   {d['pending_reason']}")
     if d["next_action_at"] and d["state"] == "BACKOFF":
         print(f"next      resubmission at {_fmt_time(d['next_action_at'])}")
+    if d.get("progress"):
+        from supervisor.watch_view import progress_lines
+
+        for i, line in enumerate(progress_lines(d["progress"])):
+            print(f"{'progress' if i == 0 else '':<9} {line}")
     print("attempts:")
     for a in d["attempt_list"]:
         extra = f" exit {a['exit_code']}" if a["exit_code"] is not None else ""

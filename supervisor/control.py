@@ -66,7 +66,9 @@ class Controller:
             raise ControlError(f"{run.id} is already {run.state.value}; nothing to cancel")
         job = self._live_job(run)
         self.store.set_run_state(
-            run.id, RunState.CANCELLED, reason=f"cancelled by {actor}",
+            run.id,
+            RunState.CANCELLED,
+            reason=f"cancelled by {actor}",
             event=("cancelled", f"cancelled by {actor}", {"actor": actor, "job_id": job}),
         )
         if job:
@@ -81,12 +83,17 @@ class Controller:
         if run.held:
             raise ControlError(f"{run.id} is already held")
         if run.state == RunState.RUNNING:
-            raise ControlError(f"{run.id} is already running; `hold` keeps pending jobs and resumes from starting")
+            raise ControlError(
+                f"{run.id} is already running; `hold` keeps pending jobs and resumes from starting"
+            )
         job = self._live_job(run)
         if job:
             await self.slurm.hold(job)  # type: ignore[attr-defined]
         self.store.set_run_state(
-            run.id, RunState.HELD if job else run.state, held=True, next_action_at=run.next_action_at,
+            run.id,
+            RunState.HELD if job else run.state,
+            held=True,
+            next_action_at=run.next_action_at,
             event=("held", f"held by {actor}", {"actor": actor, "job_id": job}),
         )
         self.on_change()
@@ -101,7 +108,10 @@ class Controller:
             await self.slurm.release(job)  # type: ignore[attr-defined]
         state = RunState.PENDING if run.state == RunState.HELD else run.state
         self.store.set_run_state(
-            run.id, state, held=False, next_action_at=run.next_action_at,
+            run.id,
+            state,
+            held=False,
+            next_action_at=run.next_action_at,
             event=("released", f"released by {actor}", {"actor": actor, "job_id": job}),
         )
         self.on_change()
@@ -116,16 +126,28 @@ class Controller:
         path, note = self.resolve_checkpoint(run, checkpoint)
         overrides = AttemptOverrides.from_dict(run.next_attempt)
         overrides = AttemptOverrides(
-            checkpoint=path, env=overrides.env, sbatch_args=overrides.sbatch_args, exclude=overrides.exclude,
+            checkpoint=path,
+            env=overrides.env,
+            sbatch_args=overrides.sbatch_args,
+            exclude=overrides.exclude,
             reason=f"resumed by {actor}",
         )
         self.store.set_run_state(
-            run.id, RunState.BACKOFF, next_action_at=self.clock(), next_attempt=overrides.to_dict(), held=False,
-            event=("resume-requested", f"resume from {checkpoint} requested by {actor}: {note}",
-                   {"actor": actor, "checkpoint": path}),
+            run.id,
+            RunState.BACKOFF,
+            next_action_at=self.clock(),
+            next_attempt=overrides.to_dict(),
+            held=False,
+            event=(
+                "resume-requested",
+                f"resume from {checkpoint} requested by {actor}: {note}",
+                {"actor": actor, "checkpoint": path},
+            ),
         )
         self.on_change()
-        where = f"from {Path(path).name}" if path else "(no checkpoint: the trainer starts or resumes by itself)"
+        where = (
+            f"from {Path(path).name}" if path else "(no checkpoint: the trainer starts or resumes by itself)"
+        )
         return f"resuming {run.id} {where}"
 
     async def give_up(self, ref: str, actor: str) -> str:
@@ -135,7 +157,55 @@ class Controller:
         job = self._live_job(run)
         if job:
             await self.slurm.cancel(job)  # type: ignore[attr-defined]
-        self.store.set_run_state(run.id, RunState.GAVE_UP, reason=f"given up by {actor}",
-                                 event=("gave-up", f"given up by {actor}", {"actor": actor}))
+        self.store.set_run_state(
+            run.id,
+            RunState.GAVE_UP,
+            reason=f"given up by {actor}",
+            event=("gave-up", f"given up by {actor}", {"actor": actor}),
+        )
         self.on_change()
         return f"gave up on {run.id}"
+
+
+class DaemonRunControl:
+    """What Slack commands call: the same Controller as the CLI, plus status text and silences."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.c = controller
+
+    async def resume(self, run: str, checkpoint: str, actor: str) -> str:
+        return await self.c.resume(run, checkpoint, actor)
+
+    async def cancel(self, run: str, actor: str) -> str:
+        return await self.c.cancel(run, actor)
+
+    async def hold(self, run: str, actor: str) -> str:
+        return await self.c.hold(run, actor)
+
+    async def release(self, run: str, actor: str) -> str:
+        return await self.c.release(run, actor)
+
+    async def give_up(self, run: str, actor: str) -> str:
+        return await self.c.give_up(run, actor)
+
+    async def status(self, run: str | None) -> str:
+        if run is None:
+            runs = self.c.store.list_runs(include_final=False)
+            if not runs:
+                return "no active runs"
+            return "\n".join(f"{r.id}: {r.state.value}" for r in runs[:30])
+        r = self.c.find(run)
+        a = self.c.store.latest_attempt(r.id)
+        parts = [f"{r.id}: {r.state.value}"]
+        if a is not None:
+            parts.append(f"attempt {a.n}, job {a.job_id or '-'} {a.slurm_state or ''}".strip())
+            if a.slurm_state == "PENDING" and a.reason:
+                parts.append(f"pending: {a.reason}")
+        if r.final_reason:
+            parts.append(r.final_reason)
+        return "; ".join(parts)
+
+    async def silence(self, target: str, seconds: float, actor: str) -> str:
+        if not target.startswith("rule:"):
+            self.c.find(target)  # an unknown run is refused with a clear message
+        return f"silenced {target} for {seconds / 3600:.1f} h"

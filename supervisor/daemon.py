@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 from supervisor.events import JobState, StateEvent
 from supervisor.faultpoints import crash_point
 from supervisor.intake import Intake
+from supervisor.notify import EventSink, LogSink, RunEvent
 from supervisor.service.sdnotify import Notifier
 from supervisor.service.watchdog import HeartbeatRegistry, StatusSummary, Watchdog, format_status
 from supervisor.settings import Settings
@@ -68,6 +69,7 @@ class Daemon:
         self.ready = anyio.Event()
         self.state_handlers: list[StateHandler] = []
         self.actions: Actions | None = None
+        self.sink: EventSink = LogSink()
         self.sd = Notifier()
         self.heartbeats = HeartbeatRegistry()
         slow = settings.slurm
@@ -275,8 +277,29 @@ class Daemon:
         crash_point("after-sbatch")
         self.store.attempt_submitted(run.id, attempt.n, job_id)
         log.info("submitted", run_id=run.id, attempt=attempt.n, job_id=job_id)
+        self._announce_submission(run, spec, attempt.n, job_id, req.env["BASE_LOG_DIR"])
         self._wake_poller.set()
         return self.store.get_attempt(run.id, attempt.n)
+
+    def wake(self) -> None:
+        """Something changed outside the loops (a command): look at the runs now."""
+        self._wake_scheduler.set()
+        self._wake_poller.set()
+
+    def _announce_submission(self, run: RunRow, spec: JobSpec, n: int, job_id: str, log_dir: str) -> None:
+        s = spec.slurm
+        summary = (
+            f"{s.nodes} node(s) x {s.gpus_per_node} GPU, {s.cpus} CPUs"
+            + (f", partition {s.partition}" if s.partition else "")
+            + (f", time {s.time}" if s.time else "")
+        )
+        logs = "\n".join([f"{log_dir}/{job_id}-logs/ray-driver.log", f"{log_dir}/slurm-{job_id}.out"])
+        if n == 1:
+            self.sink.publish(RunEvent(run.id, "opened", f"{run.name} submitted", fields={
+                "name": run.name, "summary": summary, "job_id": job_id, "logs": logs}))
+        else:
+            self.sink.publish(RunEvent(run.id, "submitted", f"attempt {n} submitted as Slurm job {job_id}",
+                                       text=AttemptOverrides.from_dict(run.next_attempt).reason))
 
     # ---- Slurm polling ----------------------------------------------------------------------------------
     def poll_interval(self) -> float:
@@ -424,6 +447,7 @@ class Daemon:
             if obs.state == JobState.PENDING and run.state != RunState.PENDING and not run.held:
                 self.store.set_run_state(run_id, RunState.PENDING)
             elif obs.state == JobState.RUNNING and run.state != RunState.RUNNING:
+                self.sink.publish(RunEvent(run_id, "started", f"attempt {n} running on {obs.nodes}"))
                 self.store.set_run_state(
                     run_id,
                     RunState.RUNNING,

@@ -144,7 +144,9 @@ class Intake:
         self.rejected_dir.mkdir(parents=True, exist_ok=True)
         target = self.rejected_dir / path.name
         if target.exists() or target.is_symlink():
-            target = self.rejected_dir / f"{path.stem}-{int(self.clock())}-{secrets.token_hex(2)}{path.suffix}"
+            target = (
+                self.rejected_dir / f"{path.stem}-{int(self.clock())}-{secrets.token_hex(2)}{path.suffix}"
+            )
         try:
             os.rename(path, target)
         except FileNotFoundError:

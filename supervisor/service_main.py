@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
+from typing import Any
+
 import anyio
 import structlog
 
-from supervisor.actions import Actions
+from supervisor.actions import Actions, resolve_checkpoint_for_run
+from supervisor.control import Controller, DaemonRunControl
 from supervisor.daemon import Daemon
 from supervisor.monitor import Monitor
 from supervisor.notify import EventSink, FanOut, LogSink
 from supervisor.settings import Settings
+from supervisor.slack.service import SlackService, build_slack
+from supervisor.slack.sink import SlackSink
 from supervisor.slurm.client import SlurmClient
+from supervisor.spec import JobSpec
 from supervisor.store import Store
 
 log = structlog.get_logger(__name__)
@@ -22,25 +29,61 @@ def configure(log_format: str) -> None:
     configure_logging(log_format)  # type: ignore[arg-type]
 
 
-def build_daemon(settings: Settings, sinks: list[EventSink] | None = None) -> tuple[Daemon, Monitor]:
+class Built:
+    """The daemon and the parts around it, for `run_daemon`, tests and benchmarks."""
+
+    def __init__(self, daemon: Daemon, monitor: Monitor, slack: SlackService | None) -> None:
+        self.daemon = daemon
+        self.monitor = monitor
+        self.slack = slack
+
+    @property
+    def tasks(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
+        tasks: list[Callable[[], Coroutine[Any, Any, None]]] = [self.monitor.run]
+        if self.slack is not None:
+            tasks.append(self.slack.run)
+        return tasks
+
+    async def run(self) -> None:
+        await self.daemon.run(extra_tasks=self.tasks)
+
+
+def build(settings: Settings, extra_sinks: list[EventSink] | None = None) -> Built:
     settings.ensure_dirs()
     store = Store(settings.db_path)
     slurm = SlurmClient(timeout_s=settings.slurm.command_timeout_s, bin_dir=settings.slurm.bin_dir)
     daemon = Daemon(settings, store, slurm)
-    actions = Actions(daemon, FanOut([LogSink(), *(sinks or [])]))
+    controller = Controller(store, slurm, resolve_checkpoint=resolve_checkpoint_for_run, on_change=daemon.wake)
+    slack = build_slack(store.db, settings.slack, DaemonRunControl(controller))
+    sinks: list[EventSink] = [LogSink(), *(extra_sinks or [])]
+    if slack is not None:
+
+        def channel_for(run_id: str) -> str | None:
+            run = store.get_run(run_id)
+            return JobSpec.model_validate_json(run.spec_json).notify.slack_channel if run else None
+
+        sinks.append(SlackSink(slack.notifier, channel_for))
+    sink = FanOut(sinks)
+    daemon.sink = sink
+    actions = Actions(daemon, sink)
     monitor = Monitor(daemon, actions)
     daemon.state_handlers.append(monitor.on_state)
     daemon.loop_allowance["monitor"] = 60.0
     daemon.actions = actions
-    return daemon, monitor
+    return Built(daemon, monitor, slack)
+
+
+def build_daemon(settings: Settings, sinks: list[EventSink] | None = None) -> tuple[Daemon, Monitor]:
+    built = build(settings, sinks)
+    return built.daemon, built.monitor
 
 
 def run_daemon(settings: Settings, *, log_format: str = "auto") -> int:
     configure(log_format)
-    daemon, monitor = build_daemon(settings)
+    built = build(settings)
     try:
-        anyio.run(lambda: daemon.run(extra_tasks=[monitor.run]))
+        anyio.run(built.run)
     finally:
-        daemon.store.close()
+        built.daemon.store.close()
     log.info("daemon stopped")
     return 0

@@ -14,6 +14,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from supervisor.slack.settings import SlackSettings
+
 
 def default_root() -> Path:
     env = os.environ.get("SHEPHERD_ROOT")
@@ -24,10 +26,14 @@ def default_root() -> Path:
 
 class SlurmSettings(BaseModel):
     command_timeout_s: float = 30.0
-    poll_interval_s: float = Field(default=10.0, description="poll cadence while some run is starting or failing")
+    poll_interval_s: float = Field(
+        default=10.0, description="poll cadence while some run is starting or failing"
+    )
     steady_poll_interval_s: float = Field(default=60.0, description="cadence when every run is steady")
     idle_poll_interval_s: float = Field(default=120.0, description="cadence when nothing is tracked")
-    unknown_grace_s: float = Field(default=600.0, description="how long a job missing from Slurm is 'unknown'")
+    unknown_grace_s: float = Field(
+        default=600.0, description="how long a job missing from Slurm is 'unknown'"
+    )
     blind_alert_after_s: float = 300.0
     bin_dir: Path | None = Field(default=None, description="where sbatch/squeue live, if not on PATH")
 
@@ -43,13 +49,19 @@ class Settings(BaseSettings):
     root: Path = Field(default_factory=default_root)
     config_file: Path | None = None
     max_spec_bytes: int = 256 * 1024
-    spec_settle_s: float = Field(default=0.3, description="a queued file must be unchanged this long before claiming")
+    spec_settle_s: float = Field(
+        default=0.3, description="a queued file must be unchanged this long before claiming"
+    )
     rules_dirs: list[Path] = Field(default_factory=list)
     slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     watch: WatchSettings = Field(default_factory=WatchSettings)
-    python: Path | None = Field(default=None, description="interpreter whose bin/ goes first on the job's PATH")
-    launch_script: Path | None = Field(default=None, description="sbatch script to use instead of the shipped ray.sub")
-    slack: dict[str, Any] = Field(default_factory=dict)
+    python: Path | None = Field(
+        default=None, description="interpreter whose bin/ goes first on the job's PATH"
+    )
+    launch_script: Path | None = Field(
+        default=None, description="sbatch script to use instead of the shipped ray.sub"
+    )
+    slack: SlackSettings = Field(default_factory=SlackSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -95,7 +95,7 @@ class ResumeSpec(_Strict):
     checkpoint: str = Field(default="latest", pattern=r"^(latest|best|step_\d+)$")
     pass_checkpoint: list[str] | None = Field(
         default=None,
-        description="argv appended to the command on resume, with {checkpoint}; null: the trainer resumes by itself",
+        description="argv appended on resume, with {checkpoint}; null: the trainer resumes by itself",
     )
 
     @field_validator("pass_checkpoint")
@@ -124,24 +124,29 @@ class JobSpec(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
     container: ContainerSpec | None = None
-    log_dir: Path | None = Field(default=None, description="BASE_LOG_DIR: <log_dir>/<jobid>-logs/ is written there")
+    log_dir: Path | None = Field(
+        default=None, description="BASE_LOG_DIR: <log_dir>/<jobid>-logs/ is written there"
+    )
     trainer_log_dir: Path | None = Field(
         default=None,
-        description="the trainer's logger.log_dir: exp_NNN/tensorboard, exp_NNN/metrics.jsonl and status.json",
+        description="the trainer's logger.log_dir: exp_NNN/{tensorboard,metrics.jsonl}, status.json",
     )
     checkpoint: CheckpointSpec | None = None
     resume: ResumeSpec = Field(default_factory=ResumeSpec)
     rules: RulesSpec = Field(default_factory=RulesSpec)
     notify: NotifySpec = Field(default_factory=NotifySpec)
     shared_cache_dir: Path | None = Field(
-        default=None, description="shared storage for HF_HOME and friends, used by the hf-cache-not-shared fix"
+        default=None,
+        description="shared storage for HF_HOME and friends, used by the hf-cache-not-shared fix",
     )
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         if not NAME_RE.fullmatch(v):
-            raise ValueError("1-63 characters: letters, digits, '.', '_' or '-', starting with a letter or digit")
+            raise ValueError(
+                "1-63 characters: letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
         return v
 
     @field_validator("command")

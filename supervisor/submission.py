@@ -102,7 +102,10 @@ def build_submit_request(
 
     argv = spec.argv()
     if overrides.checkpoint and spec.resume.pass_checkpoint:
-        argv = [*argv, *(a.replace("{checkpoint}", overrides.checkpoint) for a in spec.resume.pass_checkpoint)]
+        argv = [
+            *argv,
+            *(a.replace("{checkpoint}", overrides.checkpoint) for a in spec.resume.pass_checkpoint),
+        ]
 
     env: dict[str, str] = {}
     path = os.environ.get("PATH", "/usr/bin:/bin")

@@ -79,9 +79,7 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], i
     return data, lines
 
 
-def validate_located(
-    model: type[M], data: Any, lines: dict[tuple[str | int, ...], int], file: str
-) -> M:
+def validate_located(model: type[M], data: Any, lines: dict[tuple[str | int, ...], int], file: str) -> M:
     """Validate `data` as `model`, turning pydantic's errors into located ones."""
     try:
         return model.model_validate(data)

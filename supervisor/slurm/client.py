@@ -97,7 +97,9 @@ class SlurmClient:
             with anyio.fail_after(self.timeout_s):
                 return await anyio.run_process(argv, env=base, cwd=cwd, check=False)
         except TimeoutError as exc:
-            raise SlurmUnavailable(f"{Path(argv[0]).name} did not answer within {self.timeout_s:.0f}s") from exc
+            raise SlurmUnavailable(
+                f"{Path(argv[0]).name} did not answer within {self.timeout_s:.0f}s"
+            ) from exc
         except OSError as exc:
             raise SlurmUnavailable(f"could not run {argv[0]}: {exc}") from exc
 

@@ -16,7 +16,18 @@ from supervisor.events import JobState
 # job names and comments never contain one.
 SQUEUE_FIELDS = ("%i", "%j", "%T", "%r", "%k", "%N", "%S", "%M", "%l")
 SQUEUE_FORMAT = "|".join(SQUEUE_FIELDS)
-SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "Comment", "NodeList", "Start", "End", "Elapsed", "Reason")
+SACCT_FIELDS = (
+    "JobID",
+    "JobName",
+    "State",
+    "ExitCode",
+    "Comment",
+    "NodeList",
+    "Start",
+    "End",
+    "Elapsed",
+    "Reason",
+)
 
 _STATE_ALIASES = {
     "CA": JobState.CANCELLED,

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import os
 import secrets
 import time
 from collections.abc import Iterable
@@ -474,9 +475,14 @@ class SlackStandin:
         return web.json_response({"ok": True})
 
 
-async def _serve(host: str, port: int) -> None:
+async def _serve(host: str, port: int, port_file: str | None = None) -> None:
     standin = await SlackStandin(host, port).start()
     print(f"slack stand-in on {standin.url} (Web API base_url {standin.api_url})", flush=True)
+    if port_file:
+        tmp = f"{port_file}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(str(standin.port))
+        os.replace(tmp, port_file)  # readers never see a half-written port
     try:
         await asyncio.Event().wait()
     finally:
@@ -487,9 +493,10 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Loopback Slack stand-in (Web API + Socket Mode) for demos")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--port-file", default=None, help="write the port listened on here (for --port 0)")
     args = ap.parse_args(argv)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args.host, args.port))
+        asyncio.run(_serve(args.host, args.port, args.port_file))
 
 
 if __name__ == "__main__":

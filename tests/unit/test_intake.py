@@ -91,8 +91,9 @@ BAD_SPECS: list[tuple[str, str | bytes, str]] = [
 
 
 @pytest.mark.parametrize(("name", "text", "expected"), BAD_SPECS, ids=[b[0] for b in BAD_SPECS])
-def test_each_bad_spec_is_rejected_with_a_reason_and_kept(intake: Intake, name: str, text: str | bytes,
-                                                          expected: str) -> None:
+def test_each_bad_spec_is_rejected_with_a_reason_and_kept(
+    intake: Intake, name: str, text: str | bytes, expected: str
+) -> None:
     put(intake, name, text)
     put(intake, "good.yaml", GOOD)
     claimed, rejected = intake.scan()

@@ -42,9 +42,15 @@ def test_intent_then_submission(tmp_path: Path) -> None:
 def test_a_decision_is_recorded_once_per_signature(tmp_path: Path) -> None:
     s = Store(tmp_path / "db.sqlite3")
     s.create_run("r1", "toy", "{}", "/x")
-    first = s.record_decision("r1", 1, rule="cuda-oom", action="resume", signature="cuda-oom", reason="r", evidence={})
-    again = s.record_decision("r1", 1, rule="cuda-oom", action="resume", signature="cuda-oom", reason="r", evidence={})
-    other = s.record_decision("r1", 2, rule="cuda-oom", action="resume", signature="cuda-oom", reason="r", evidence={})
+    first = s.record_decision(
+        "r1", 1, rule="cuda-oom", action="resume", signature="cuda-oom", reason="r", evidence={}
+    )
+    again = s.record_decision(
+        "r1", 1, rule="cuda-oom", action="resume", signature="cuda-oom", reason="r", evidence={}
+    )
+    other = s.record_decision(
+        "r1", 2, rule="cuda-oom", action="resume", signature="cuda-oom", reason="r", evidence={}
+    )
     assert first is not None and again is None and other is not None
     assert len(s.decisions("r1")) == 2
 

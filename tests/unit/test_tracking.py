@@ -6,14 +6,39 @@ from supervisor.store import AttemptRow, AttemptState
 from supervisor.tracking import UpdateKind, reconcile, sacct_needed
 
 
-def attempt(n: int = 1, state: AttemptState = AttemptState.SUBMITTED, job_id: str | None = "10",
-            unknown_since: float | None = None) -> AttemptRow:
-    return AttemptRow("r1", n, make_job_name("r1", n), state, job_id, 0.0, 1.0, None, None, None, None, None,
-                      None, None, None, unknown_since, None)
+def attempt(
+    n: int = 1,
+    state: AttemptState = AttemptState.SUBMITTED,
+    job_id: str | None = "10",
+    unknown_since: float | None = None,
+) -> AttemptRow:
+    return AttemptRow(
+        "r1",
+        n,
+        make_job_name("r1", n),
+        state,
+        job_id,
+        0.0,
+        1.0,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        unknown_since,
+        None,
+    )
 
 
-def obs(job_id: str, state: JobState, n: int = 1, run: str = "r1", exit_code: int | None = None) -> JobObservation:
-    return JobObservation(job_id, make_job_name(run, n), state, comment=make_comment(run, n), exit_code=exit_code)
+def obs(
+    job_id: str, state: JobState, n: int = 1, run: str = "r1", exit_code: int | None = None
+) -> JobObservation:
+    return JobObservation(
+        job_id, make_job_name(run, n), state, comment=make_comment(run, n), exit_code=exit_code
+    )
 
 
 def test_running_job_is_observed() -> None:
@@ -50,7 +75,9 @@ def test_terminal_state_with_exit_code_from_sacct_ends_the_attempt() -> None:
 def test_terminal_in_squeue_waits_briefly_for_sacct_then_settles() -> None:
     [wait] = reconcile([attempt()], [obs("10", JobState.TIMEOUT)], [], now=100, grace_s=600)
     assert wait.kind is UpdateKind.OBSERVED and wait.missing_since == 100
-    [settle] = reconcile([attempt(unknown_since=100)], [obs("10", JobState.TIMEOUT)], [], now=131, grace_s=600)
+    [settle] = reconcile(
+        [attempt(unknown_since=100)], [obs("10", JobState.TIMEOUT)], [], now=131, grace_s=600
+    )
     assert settle.kind is UpdateKind.ENDED
 
 

@@ -77,7 +77,9 @@ def history(
     for d in store.decisions(run_id):
         if d.attempt is not None and d.outcome not in ("followup", "ignored"):
             acting[d.attempt] = {
-                "rule": d.rule, "signature": d.signature, **d.evidence.get("policy", {}),
+                "rule": d.rule,
+                "signature": d.signature,
+                **d.evidence.get("policy", {}),
             }
     records = []
     for a in store.attempts(run_id):
@@ -86,8 +88,11 @@ def history(
         info = acting.get(a.n, {})
         if current is not None and a.n == current.attempt:
             info = {
-                "rule": current.rule, "signature": current.signature, "category": current.category,
-                "retryable": current.retryable, "deterministic": current.deterministic,
+                "rule": current.rule,
+                "signature": current.signature,
+                "category": current.category,
+                "retryable": current.retryable,
+                "deterministic": current.deterministic,
                 "max_retries": current.max_retries,
                 "ckpt_after": info.get("ckpt_after"),
             }
@@ -158,22 +163,37 @@ class Actions:
             "node": m.node,
             "excerpt": m.excerpt,
             "policy": {
-                "category": m.category, "retryable": m.retryable, "deterministic": m.deterministic,
-                "max_retries": m.max_retries, "ckpt_after": ckpt_after,
+                "category": m.category,
+                "retryable": m.retryable,
+                "deterministic": m.deterministic,
+                "max_retries": m.max_retries,
+                "ckpt_after": ckpt_after,
             },
         }
         if m.followup:
             self.store.record_decision(
-                run.id, attempt.n, rule=m.rule, action="none", signature=f"followup:{m.signature}",
-                reason=f"part of the {m.followup_of} incident", evidence=evidence,
+                run.id,
+                attempt.n,
+                rule=m.rule,
+                action="none",
+                signature=f"followup:{m.signature}",
+                reason=f"part of the {m.followup_of} incident",
+                evidence=evidence,
             )
             return
         decision_id = self.store.record_decision(
-            run.id, attempt.n, rule=m.rule, action=",".join(m.action_names), signature=m.signature,
-            reason=m.reason, evidence=evidence,
+            run.id,
+            attempt.n,
+            rule=m.rule,
+            action=",".join(m.action_names),
+            signature=m.signature,
+            reason=m.reason,
+            evidence=evidence,
         )
         if decision_id is None:
-            log.info("decision already taken for this incident", run_id=run.id, attempt=attempt.n, rule=m.rule)
+            log.info(
+                "decision already taken for this incident", run_id=run.id, attempt=attempt.n, rule=m.rule
+            )
             return
         run = self.store.get_run(run.id) or run
         if run.state.is_final and run.state != RunState.FAILED:
@@ -186,7 +206,9 @@ class Actions:
         self.store.set_decision_outcome(decision_id, outcome)
         log.info("decision", run_id=run.id, attempt=attempt.n, rule=m.rule, outcome=outcome)
 
-    async def _carry_out(self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, decision_id: int) -> str:
+    async def _carry_out(
+        self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, decision_id: int
+    ) -> str:
         ctx = m.template_context(attempt.job_id or "", self._spec_context(spec))
         outcomes: list[str] = []
         alert_text = ""
@@ -209,9 +231,17 @@ class Actions:
                 outcomes.append(await self._hold(run, attempt, m))
         if alert_text and not any(("resuming" in o or "gave up" in o) for o in outcomes):
             level: Level = "info" if m.category == "completed" else alert_level
-            self.notify(RunEvent(run.id, "completed" if m.category == "completed" else "alert", alert_text,
-                                 level=level, excerpt="\n".join(m.evidence.lines[-20:]) or None, rule=m.rule,
-                                 needs_human=level == "error"))
+            self.notify(
+                RunEvent(
+                    run.id,
+                    "completed" if m.category == "completed" else "alert",
+                    alert_text,
+                    level=level,
+                    excerpt="\n".join(m.evidence.lines[-20:]) or None,
+                    rule=m.rule,
+                    needs_human=level == "error",
+                )
+            )
             outcomes.append("alerted")
         if m.category == "completed" and not outcomes[:-1]:
             self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
@@ -236,7 +266,13 @@ class Actions:
         return ""
 
     async def _resume(
-        self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, action: Any, ctx: dict[str, str],
+        self,
+        run: RunRow,
+        attempt: AttemptRow,
+        m: Match,
+        spec: JobSpec,
+        action: Any,
+        ctx: dict[str, str],
         alert_text: str,
     ) -> str:
         cfg = policy_config(spec)
@@ -254,7 +290,10 @@ class Actions:
                 missing.append(f"{key} ({exc})")
         if missing:
             return await self._give_up(
-                run, attempt, f"{m.rule} needs {', '.join(missing)} in the spec to apply its fix", m,
+                run,
+                attempt,
+                f"{m.rule} needs {', '.join(missing)} in the spec to apply its fix",
+                m,
                 alert_text=alert_text,
             )
         prev = AttemptOverrides.from_dict(attempt.overrides)
@@ -274,31 +313,64 @@ class Actions:
         if action.exclude_node and m.node:
             changes.append(f"--exclude={m.node}")
         changes += list(action.sbatch_args)
-        what = (f"resuming from {Path(ckpt).name}" if ckpt else "resuming (no checkpoint yet: from the start)")
+        what = f"resuming from {Path(ckpt).name}" if ckpt else "resuming (no checkpoint yet: from the start)"
         detail = f"{what} in {max(0.0, at - self.clock()):.0f}s; {decision.reason}" + (
-            f"; changed: {', '.join(changes)}" if changes else "")
+            f"; changed: {', '.join(changes)}" if changes else ""
+        )
         self.daemon.schedule(run.id, at=at, overrides=overrides, reason=f"{m.rule}: {detail}")
-        self.notify(RunEvent(
-            run.id, "resumed", alert_text or f"{run.id}: {m.rule}: {m.reason}", text=f"{detail}. {why}",
-            level="warning", excerpt="\n".join(m.evidence.lines[-20:]) or None, rule=m.rule,
-            fields={"checkpoint": ckpt or "-", "attempt": str(attempt.n + 1), "changes": ", ".join(changes) or "-"},
-        ))
+        self.notify(
+            RunEvent(
+                run.id,
+                "resumed",
+                alert_text or f"{run.id}: {m.rule}: {m.reason}",
+                text=f"{detail}. {why}",
+                level="warning",
+                excerpt="\n".join(m.evidence.lines[-20:]) or None,
+                rule=m.rule,
+                fields={
+                    "checkpoint": ckpt or "-",
+                    "attempt": str(attempt.n + 1),
+                    "changes": ", ".join(changes) or "-",
+                },
+            )
+        )
         return "; ".join(x for x in (stopped, detail) if x)
 
-    async def _give_up(self, run: RunRow, attempt: AttemptRow, reason: str, m: Match, alert_text: str = "") -> str:
+    async def _give_up(
+        self, run: RunRow, attempt: AttemptRow, reason: str, m: Match, alert_text: str = ""
+    ) -> str:
         stopped = await self._stop_job(attempt)
-        self.store.set_run_state(run.id, RunState.GAVE_UP, reason=reason,
-                                 event=("gave-up", reason, {"rule": m.rule}), attempt=attempt.n)
-        self.notify(RunEvent(run.id, "gave_up", alert_text or f"{run.id}: gave up: {reason}", text=reason,
-                             level="error", excerpt="\n".join(m.evidence.lines[-20:]) or None, rule=m.rule,
-                             needs_human=True))
+        self.store.set_run_state(
+            run.id,
+            RunState.GAVE_UP,
+            reason=reason,
+            event=("gave-up", reason, {"rule": m.rule}),
+            attempt=attempt.n,
+        )
+        self.notify(
+            RunEvent(
+                run.id,
+                "gave_up",
+                alert_text or f"{run.id}: gave up: {reason}",
+                text=reason,
+                level="error",
+                excerpt="\n".join(m.evidence.lines[-20:]) or None,
+                rule=m.rule,
+                needs_human=True,
+            )
+        )
         self.plot(run)
         return "; ".join(x for x in (stopped, f"gave up: {reason}") if x)
 
     async def _cancel(self, run: RunRow, attempt: AttemptRow, m: Match) -> str:
         stopped = await self._stop_job(attempt)
-        self.store.set_run_state(run.id, RunState.CANCELLED, reason=f"cancelled by rule {m.rule}",
-                                 event=("cancelled", f"cancelled by rule {m.rule}", {}), attempt=attempt.n)
+        self.store.set_run_state(
+            run.id,
+            RunState.CANCELLED,
+            reason=f"cancelled by rule {m.rule}",
+            event=("cancelled", f"cancelled by rule {m.rule}", {}),
+            attempt=attempt.n,
+        )
         return stopped or "cancelled"
 
     async def _hold(self, run: RunRow, attempt: AttemptRow, m: Match) -> str:
@@ -307,12 +379,19 @@ class Actions:
                 await self.daemon.slurm.hold(attempt.job_id)
             except SlurmError as exc:
                 return f"hold failed: {exc}"
-            self.store.set_run_state(run.id, RunState.HELD, held=True,
-                                     event=("held", f"held by rule {m.rule}", {}), attempt=attempt.n)
+            self.store.set_run_state(
+                run.id,
+                RunState.HELD,
+                held=True,
+                event=("held", f"held by rule {m.rule}", {}),
+                attempt=attempt.n,
+            )
             return f"held job {attempt.job_id}"
         return "hold skipped: the job is not pending"
 
-    async def on_unmatched_end(self, run: RunRow, attempt: AttemptRow, state: JobState, exit_code: int | None) -> None:
+    async def on_unmatched_end(
+        self, run: RunRow, attempt: AttemptRow, state: JobState, exit_code: int | None
+    ) -> None:
         """An attempt ended and no rule claimed it: completed is done; anything else waits for a human."""
         run = self.store.get_run(run.id) or run
         if run.state.is_final or run.state in (RunState.BACKOFF, RunState.QUEUED, RunState.SUBMITTING):
@@ -327,12 +406,22 @@ class Actions:
         code = f" (exit {exit_code})" if exit_code is not None else ""
         reason = f"attempt {attempt.n} ended {state.value}{code} and no rule recognised the failure"
         decision_id = self.store.record_decision(
-            run.id, attempt.n, rule="unrecognised-failure", action="alert", signature=f"unrecognised:{state.value}",
-            reason=reason, evidence={"state": state.value, "exit_code": exit_code},
+            run.id,
+            attempt.n,
+            rule="unrecognised-failure",
+            action="alert",
+            signature=f"unrecognised:{state.value}",
+            reason=reason,
+            evidence={"state": state.value, "exit_code": exit_code},
         )
         if decision_id is None:
             return
-        self.store.set_run_state(run.id, RunState.FAILED, reason=reason,
-                                 event=("failed", reason, {"state": state.value}), attempt=attempt.n)
+        self.store.set_run_state(
+            run.id,
+            RunState.FAILED,
+            reason=reason,
+            event=("failed", reason, {"state": state.value}),
+            attempt=attempt.n,
+        )
         self.store.set_decision_outcome(decision_id, "alerted; waiting for a human (`shepherd resume`)")
         self.notify(RunEvent(run.id, "alert", f"{run.id}: {reason}", level="error", needs_human=True))

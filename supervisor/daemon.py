@@ -295,11 +295,23 @@ class Daemon:
         )
         logs = "\n".join([f"{log_dir}/{job_id}-logs/ray-driver.log", f"{log_dir}/slurm-{job_id}.out"])
         if n == 1:
-            self.sink.publish(RunEvent(run.id, "opened", f"{run.name} submitted", fields={
-                "name": run.name, "summary": summary, "job_id": job_id, "logs": logs}))
+            self.sink.publish(
+                RunEvent(
+                    run.id,
+                    "opened",
+                    f"{run.name} submitted",
+                    fields={"name": run.name, "summary": summary, "job_id": job_id, "logs": logs},
+                )
+            )
         else:
-            self.sink.publish(RunEvent(run.id, "submitted", f"attempt {n} submitted as Slurm job {job_id}",
-                                       text=AttemptOverrides.from_dict(run.next_attempt).reason))
+            self.sink.publish(
+                RunEvent(
+                    run.id,
+                    "submitted",
+                    f"attempt {n} submitted as Slurm job {job_id}",
+                    text=AttemptOverrides.from_dict(run.next_attempt).reason,
+                )
+            )
 
     # ---- Slurm polling ----------------------------------------------------------------------------------
     def poll_interval(self) -> float:

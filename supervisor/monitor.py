@@ -69,6 +69,7 @@ class AttemptWatch:
     metrics: MetricsReader | None = None
     ended_at: float | None = None
     progress: dict[str, object] = field(default_factory=dict)
+    unread: set[str] = field(default_factory=set)  # newly watched files, to read once from their cursor
 
     @property
     def key(self) -> tuple[str, int]:
@@ -91,13 +92,16 @@ class Monitor:
         self.watches: dict[tuple[str, int], AttemptWatch] = {}
         self._rulesets: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], RuleSet] = {}
         self._by_path: dict[str, tuple[str, int]] = {}
+        self._unsaved: set[str] = set()
 
     # ---- which attempts are watched -----------------------------------------------------------------
     def ruleset_for(self, spec: JobSpec) -> RuleSet:
         key = (tuple(str(p) for p in spec.rules.files), spec.rules.use_default, tuple(spec.rules.disable))
         rs = self._rulesets.get(key)
         if rs is None:
-            rs = load_ruleset(spec.rules.files, use_default=spec.rules.use_default, disable=spec.rules.disable)
+            rs = load_ruleset(
+                spec.rules.files, use_default=spec.rules.use_default, disable=spec.rules.disable
+            )
             self._rulesets[key] = rs
         return rs
 
@@ -106,7 +110,9 @@ class Monitor:
         fresh = {}
         for key in self._rulesets:
             files, use_default, disable = key
-            fresh[key] = load_ruleset([Path(f) for f in files], use_default=use_default, disable=list(disable))
+            fresh[key] = load_ruleset(
+                [Path(f) for f in files], use_default=use_default, disable=list(disable)
+            )
         self._rulesets = fresh
         for w in self.watches.values():
             w.rules = self.ruleset_for(w.spec)
@@ -123,8 +129,9 @@ class Monitor:
             log.error("the run's rules do not load; using the default rules", run_id=run.id, error=str(exc))
             rules = load_ruleset()
         st = MatcherState(run_id=run.id, attempt=attempt.n)
-        w = AttemptWatch(run.id, attempt.n, attempt.job_id, spec, rules, st,
-                         base_log_dir(spec, self.daemon.run_dir(run)))
+        w = AttemptWatch(
+            run.id, attempt.n, attempt.job_id, spec, rules, st, base_log_dir(spec, self.daemon.run_dir(run))
+        )
         if spec.trainer_log_dir is not None:
             w.status = StatusReader(spec.trainer_log_dir / "status.json")
         self.watches[key] = w
@@ -144,6 +151,9 @@ class Monitor:
         for f in wanted - w.files:
             self.changes.add(f)
             self._by_path[f] = w.key
+            # What was written before the watch began (while the daemon was down or starting) raises no
+            # change event: read it on the next tick, from the saved cursor.
+            w.unread.add(f)
         w.files |= wanted
         present = [p.name for d in w.log_dirs() for p in d.iterdir()] if w.log_dirs() else []
         note_files(w.state, present)
@@ -176,10 +186,13 @@ class Monitor:
                     w.ended_at = now
                 elif now - w.ended_at > DRAIN_AFTER_END_S:
                     self.read_files(w, flush=True)
+                    self.persist_cursors()
                     self._drop(w)
 
     # ---- reading ------------------------------------------------------------------------------------
-    def read_files(self, w: AttemptWatch, paths: set[str] | None = None, *, flush: bool = False) -> list[Match]:
+    def read_files(
+        self, w: AttemptWatch, paths: set[str] | None = None, *, flush: bool = False
+    ) -> list[Match]:
         """New lines of the attempt's files; `flush` also takes an unfinished last line (the job ended)."""
         matches: list[Match] = []
         for path in sorted(paths if paths is not None else w.files):
@@ -190,7 +203,10 @@ class Monitor:
                     log.warning("could not read log file", path=path, error=str(exc))
                     break
                 matches += self._scan(w, result)
-                self.follower.commit(result)
+                # Saved only after dispatch() recorded what these lines decided: a crash in between
+                # re-reads them, and the store's unique decision index keeps that from acting twice.
+                self.follower.commit(result, persist=False)
+                self._unsaved.add(path)
                 if not result.more:
                     break
         return matches
@@ -202,14 +218,21 @@ class Monitor:
         for batch in result.batches:
             if not batch.texts:
                 continue
-            out += scan_lines(w.rules, w.state, batch.texts, name, batch.first_line, now, prefixes=batch.prefixes)
+            out += scan_lines(
+                w.rules, w.state, batch.texts, name, batch.first_line, now, prefixes=batch.prefixes
+            )
             for text in batch.texts:
                 if "%|" in text or "it/s]" in text or "s/it]" in text:
                     bar = parse_tqdm(text)
                     if bar is not None:
                         ev = bar_event(w.run_id, w.n, bar, now)
                         out += feed(w.rules, w.state, ev)
-                        w.progress[f"bar:{bar.desc}"] = {"n": bar.n, "total": bar.total, "rate": bar.rate, "at": now}
+                        w.progress[f"bar:{bar.desc}"] = {
+                            "n": bar.n,
+                            "total": bar.total,
+                            "rate": bar.rate,
+                            "at": now,
+                        }
         return out
 
     def read_bars(self, w: AttemptWatch) -> list[Match]:
@@ -247,7 +270,12 @@ class Monitor:
                 for mev in events:
                     out += feed(w.rules, w.state, mev)
                 if read.rows:
-                    w.progress["metrics"] = {"step": read.rows[-1].step, **read.rows[-1].values}
+                    # Validation is logged only every few steps: keep the newest value of each metric.
+                    merged = dict(w.progress.get("metrics") or {})  # type: ignore[call-overload]
+                    for row in read.rows:
+                        merged.update(row.values)
+                        merged["step"] = row.step
+                    w.progress["metrics"] = merged
         return out
 
     def persist_progress(self, w: AttemptWatch) -> None:
@@ -255,7 +283,18 @@ class Monitor:
             self.store.save_progress(w.run_id, w.n, json.dumps(w.progress, default=str))
 
     # ---- acting -------------------------------------------------------------------------------------
+    def persist_cursors(self) -> None:
+        for path in self._unsaved:
+            self.follower.persist(path)
+        self._unsaved.clear()
+
     async def dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
+        try:
+            await self._dispatch(w, matches)
+        finally:
+            self.persist_cursors()
+
+    async def _dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
         if not matches:
             return
         run = self.store.get_run(w.run_id)
@@ -320,7 +359,9 @@ class Monitor:
                 self.sync()
                 now = self.clock()
                 for w in list(self.watches.values()):
-                    matches = self.read_trainer(w)
+                    unread, w.unread = w.unread, set()
+                    matches = self.read_files(w, unread) if unread else []
+                    matches += self.read_trainer(w)
                     matches += feed(w.rules, w.state, Tick(now))
                     await self.dispatch(w, matches)
                 if now - last_progress_save >= 5:
@@ -330,4 +371,3 @@ class Monitor:
             except Exception:
                 log.exception("monitor tick failed")
             await anyio.sleep(1.0)
-

@@ -53,7 +53,9 @@ def build(settings: Settings, extra_sinks: list[EventSink] | None = None) -> Bui
     store = Store(settings.db_path)
     slurm = SlurmClient(timeout_s=settings.slurm.command_timeout_s, bin_dir=settings.slurm.bin_dir)
     daemon = Daemon(settings, store, slurm)
-    controller = Controller(store, slurm, resolve_checkpoint=resolve_checkpoint_for_run, on_change=daemon.wake)
+    controller = Controller(
+        store, slurm, resolve_checkpoint=resolve_checkpoint_for_run, on_change=daemon.wake
+    )
     slack = build_slack(store.db, settings.slack, DaemonRunControl(controller))
     sinks: list[EventSink] = [LogSink(), *(extra_sinks or [])]
     if slack is not None:

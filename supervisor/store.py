@@ -578,7 +578,9 @@ class Store:
         )
 
     def load_progress(self, run_id: str) -> tuple[int, float, dict[str, Any]] | None:
-        row = self.db.execute("SELECT attempt, at, data_json FROM progress WHERE run_id = ?", (run_id,)).fetchone()
+        row = self.db.execute(
+            "SELECT attempt, at, data_json FROM progress WHERE run_id = ?", (run_id,)
+        ).fetchone()
         return (int(row[0]), float(row[1]), dict(json.loads(row[2]))) if row else None
 
     # ---- file cursors (the tailer's CursorStore) -----------------------------------------------------

@@ -9,7 +9,9 @@ from supervisor.slack.notifier import Notifier
 
 
 class SlackSink:
-    def __init__(self, notifier: Notifier, channel_for: Callable[[str], str | None] = lambda _run: None) -> None:
+    def __init__(
+        self, notifier: Notifier, channel_for: Callable[[str], str | None] = lambda _run: None
+    ) -> None:
         self.notifier = notifier
         self.channel_for = channel_for
 

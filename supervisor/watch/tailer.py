@@ -433,10 +433,17 @@ class Follower:
     def poll(self, path: str | Path, max_bytes: int | None = None, *, flush: bool = False) -> TailResult:
         return self.tailer.read(path, self.cursor(path), max_bytes, flush=flush)
 
-    def commit(self, result: TailResult) -> None:
+    def commit(self, result: TailResult, *, persist: bool = True) -> None:
+        """Advance past `result`; `persist=False` advances in memory only, for callers that save the
+        cursor once the lines' consequences are recorded (see `persist`)."""
         self._cursors[result.path] = result.cursor
-        if result.cursor is not None:
+        if persist and result.cursor is not None:
             self.store.save(result.path, result.cursor)
+
+    def persist(self, path: str | Path) -> None:
+        cursor = self._cursors.get(str(path))
+        if cursor is not None:
+            self.store.save(str(path), cursor)
 
     def forget(self, path: str | Path) -> None:
         self._cursors.pop(str(path), None)

@@ -71,7 +71,7 @@ def test_a_pending_reason_is_reported_while_pending_and_cancel_works(
     daemon.start()
     spec = write_spec(tmp_path / "later.yaml", "later", '["sleep", "5"]', extra_args='["--begin=now+3600"]')
     run = daemon.submit(spec)
-    pending = wait_for(lambda: (s := daemon.status(run)).get("pending_reason") and s, 60, what="pending reason")
+    pending = wait_for(lambda: (s := daemon.status(run)).get("pending_reason") and s, 60, what="pending")
     assert pending["state"] == "PENDING" and pending["pending_reason"] == "BeginTime"
     assert "BeginTime" in daemon.cli("status").stdout
     daemon.cli("cancel", run)

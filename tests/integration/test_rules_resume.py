@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.daemon import REPO, DaemonProcess, wait_for
+from tests.support.daemon import REPO, DaemonProcess
 
 pytestmark = pytest.mark.slurm
 PLAIN = REPO / "tests" / "support" / "plain.sub"
@@ -39,7 +39,8 @@ def spec(tmp: Path, name: str, kind: str, *extra: str, rules: str = "", resume: 
         f"workdir: {tmp}",
         "slurm: {cpus: 1, time: '00:10:00'}",
         f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
-        "resume: {backoff_s: 0, pass_checkpoint: ['--resume-from', '{checkpoint}']" + (f", {resume}" if resume else "")
+        "resume: {backoff_s: 0, pass_checkpoint: ['--resume-from', '{checkpoint}']"
+        + (f", {resume}" if resume else "")
         + "}",
         f"shared_cache_dir: {tmp / 'shared-cache'}",
     ]
@@ -59,7 +60,11 @@ def records(tmp: Path, name: str) -> list[dict[str, Any]]:
 
 
 def decisions(sup: DaemonProcess, run: str) -> list[dict[str, Any]]:
-    return [d for d in sup.status(run).get("decisions", []) if d["action"] != "none" and d["rule"] != "run-completed"]
+    return [
+        d
+        for d in sup.status(run).get("decisions", [])
+        if d["action"] != "none" and d["rule"] != "run-completed"
+    ]
 
 
 @pytest.mark.parametrize(

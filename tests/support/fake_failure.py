@@ -38,8 +38,12 @@ SIGNATURES = {
         "operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
         "ran for 600043 milliseconds before timing out.",
     ],
-    "preempted": ["slurmstepd: error: *** JOB {job} ON node1 CANCELLED AT 2026-11-21T03:12:44 DUE TO PREEMPTION ***"],
-    "node-failure": ["slurmstepd: error: *** JOB {job} ON node1 CANCELLED AT 2026-11-21T03:12:44 DUE TO NODE FAILURE ***"],
+    "preempted": [
+        "slurmstepd: error: *** JOB {job} ON node1 CANCELLED AT 2026-11-21T03:12:44 DUE TO PREEMPTION ***"
+    ],
+    "node-failure": [
+        "slurmstepd: error: *** JOB {job} ON node1 CANCELLED AT 2026-11-21T03:12:44 DUE TO NODE FAILURE ***"
+    ],
     "harmless": [
         "NCCL INFO NET/IB : No device found.",
         "WARNING: the out-of-memory error handler is installed",
@@ -61,12 +65,23 @@ def main() -> int:
     attempt = int(os.environ.get("SHEPHERD_ATTEMPT", "1"))
     if args.record:
         with open(args.record, "a") as fh:
-            fh.write(json.dumps({"attempt": attempt, "argv": sys.argv[1:], "hf_home": os.environ.get("HF_HOME"),
-                                 "job": os.environ.get("SLURM_JOB_ID")}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "attempt": attempt,
+                        "argv": sys.argv[1:],
+                        "hf_home": os.environ.get("HF_HOME"),
+                        "job": os.environ.get("SLURM_JOB_ID"),
+                    }
+                )
+                + "\n"
+            )
     if args.checkpoint_dir and (attempt == 1 or not args.always):  # --always: no progress after the first
         step = Path(args.checkpoint_dir) / f"step_{attempt * 10}"
         step.mkdir(parents=True, exist_ok=True)
-        (step / "training_info.json").write_text(json.dumps({"step": attempt * 10, "val:accuracy": 0.1 * attempt}))
+        (step / "training_info.json").write_text(
+            json.dumps({"step": attempt * 10, "val:accuracy": 0.1 * attempt})
+        )
     print(f"attempt {attempt} starting", flush=True)
     if args.hang and (attempt == 1 or args.always):
         for i in range(1, 4):

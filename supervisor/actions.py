@@ -4,6 +4,13 @@ The engine decides *what happened*; the policy decides *whether to resume*;
 this module records the decision (once per incident, even across restarts,
 thanks to the store's unique index) and then cancels, schedules the resume
 with the rule's fix, holds, or alerts.
+
+Crash safety: a decision's messages are queued (Slack outbox rows) in the same
+SQLite transaction that records its outcome, so an empty outcome means "not
+carried out, nothing said yet". After a restart `finish_unfinished` carries
+such decisions out again (their state changes are idempotent), so a SIGKILL
+between recording a decision and acting on it neither loses the action nor
+repeats a message.
 """
 
 from __future__ import annotations
@@ -17,13 +24,14 @@ import structlog
 
 from supervisor.checkpoints import choose_in_dir, list_checkpoint_dir
 from supervisor.events import JobState
+from supervisor.faultpoints import crash_point
 from supervisor.notify import EventSink, Level, LogSink, RunEvent
 from supervisor.policy import AttemptRecord, Decision, PolicyConfig, decide
-from supervisor.rules.engine import Match
+from supervisor.rules.engine import Evidence, Match, load_ruleset
 from supervisor.rules.model import MissingPlaceholder, render_template
 from supervisor.slurm.client import SlurmError
 from supervisor.spec import JobSpec
-from supervisor.store import AttemptRow, AttemptState, RunRow, RunState, Store
+from supervisor.store import AttemptRow, AttemptState, DecisionRow, RunRow, RunState, Store
 from supervisor.submission import AttemptOverrides
 
 if TYPE_CHECKING:
@@ -32,6 +40,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED"}
+UNRECOGNISED = "unrecognised-failure"
+Effects = list[Callable[[], None]]  # a decision's messages, queued when its outcome commits
 
 
 def newest_checkpoint_step(spec: JobSpec) -> int | None:
@@ -48,6 +58,8 @@ def resolve_checkpoint(spec: JobSpec, selector: str) -> tuple[str | None, str]:
     if spec.checkpoint is None:
         return None, "the spec names no checkpoint dir: the trainer resumes by itself"
     ck = spec.checkpoint
+    if not Path(ck.dir).is_dir():
+        return None, f"the checkpoint dir {ck.dir} is missing (removed?): resuming from scratch"
     choice, path = choose_in_dir(
         ck.dir, selector, metric=ck.metric, higher_is_better=ck.higher_is_better, keep_top_k=ck.keep_top_k
     )
@@ -136,7 +148,7 @@ class Actions:
     def notify(self, event: RunEvent) -> None:
         self.sink.publish(event)
 
-    def plot(self, run: RunRow) -> None:
+    def plot(self, run: RunRow, effects: Effects) -> None:
         """Reward and validation curves into the run's thread: people would rather look than read."""
         try:
             from supervisor.metrics_source import run_metric_points
@@ -146,9 +158,22 @@ class Actions:
             if not points:
                 return
             png = render_curves(points, self.daemon.run_dir(run) / "curves.png", title=run.id)
-            self.sink.publish_plot(run.id, str(png), f"{run.name}: reward and validation")
+            effects.append(
+                lambda: self.sink.publish_plot(run.id, str(png), f"{run.name}: reward and validation")
+            )
         except Exception:
             log.exception("could not draw the run's curves", run_id=run.id)
+
+    def _commit(self, decision_id: int, outcome: str, effects: Effects) -> None:
+        """The decision's messages and its outcome commit in one transaction: both or neither."""
+        crash_point("before-outcome")
+        with self.store.tx():
+            for effect in effects:
+                try:
+                    effect()  # the Slack notifier nests here (a SAVEPOINT on the same connection)
+                except Exception:
+                    log.exception("could not queue a decision's message", decision_id=decision_id)
+            self.store.set_decision_outcome(decision_id, outcome)
 
     async def on_match(self, run: RunRow, attempt: AttemptRow, m: Match) -> None:
         """Record the match as a decision (once per incident) and carry out its actions."""
@@ -202,12 +227,105 @@ class Actions:
         if attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
             self.store.set_decision_outcome(decision_id, "ignored: a newer attempt exists")
             return
-        outcome = await self._carry_out(run, attempt, m, spec, decision_id)
-        self.store.set_decision_outcome(decision_id, outcome)
+        crash_point("after-decision")
+        await self._act(run, attempt, m, spec, decision_id)
+
+    async def _act(self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, decision_id: int) -> None:
+        effects: Effects = []
+        outcome = await self._carry_out(run, attempt, m, spec, effects)
+        self._commit(decision_id, outcome, effects)
         log.info("decision", run_id=run.id, attempt=attempt.n, rule=m.rule, outcome=outcome)
 
+    # ---- after a restart --------------------------------------------------------------------------
+    async def finish_unfinished(self) -> int:
+        """Carry out every acting decision that was recorded but never carried out (the daemon died between).
+
+        Its messages were not queued (they commit with the outcome) and its state changes are idempotent
+        (scancel of an ended job is skipped; the same BACKOFF or final state is written again), so doing it
+        again does it once. Called at start-up, before the scheduler runs. Returns how many were finished.
+        """
+        rows = self.store.db.execute(
+            "SELECT DISTINCT run_id FROM decisions WHERE outcome = '' AND action != 'none'"
+        ).fetchall()
+        done = 0
+        for (run_id,) in rows:
+            for d in self.store.decisions(run_id):
+                if d.outcome or d.action == "none" or d.attempt is None:
+                    continue
+                try:
+                    await self._finish(run_id, d)
+                except Exception:
+                    log.exception("could not finish a decision after a restart", run_id=run_id, rule=d.rule)
+                    continue
+                done += 1
+        return done
+
+    async def _finish(self, run_id: str, d: DecisionRow) -> None:
+        run = self.store.get_run(run_id)
+        attempt = self.store.get_attempt(run_id, d.attempt or 0)
+        if run is None or attempt is None:
+            return
+        log.warning(
+            "carrying out a decision a crash interrupted", run_id=run_id, attempt=attempt.n, rule=d.rule
+        )
+        category = str(d.evidence.get("policy", {}).get("category", ""))
+        if attempt.n != (self.store.latest_attempt(run_id) or attempt).n:
+            self._commit(d.id, "ignored: a newer attempt exists", [])
+            return
+        if run.state in (RunState.CANCELLED, RunState.LOST) or (
+            run.state == RunState.COMPLETED and category != "completed"
+        ):
+            self._commit(d.id, f"ignored: run is {run.state.value}", [])
+            return
+        if d.rule == UNRECOGNISED:
+            await self._unrecognised(run, attempt, d.id, d.reason)
+            return
+        spec = self.daemon.spec_of(run)
+        m = self._rebuild_match(run, spec, d)
+        if m is None:
+            why = f"rule {d.rule} is no longer loaded, so its decision cannot be carried out"
+            await self._unrecognised(run, attempt, d.id, why, outcome=f"{why}; waiting for a human")
+            return
+        await self._act(run, attempt, m, spec, d.id)
+
+    def _rebuild_match(self, run: RunRow, spec: JobSpec, d: DecisionRow) -> Match | None:
+        """The match behind a recorded decision: the rule's actions from the run's rules, the rest stored."""
+        try:
+            rs = load_ruleset(
+                spec.rules.files, use_default=spec.rules.use_default, disable=spec.rules.disable
+            )
+        except Exception as exc:
+            log.error("the run's rules do not load; using the default rules", run_id=run.id, error=str(exc))
+            rs = load_ruleset()
+        cr = rs.by_name.get(d.rule)
+        if cr is None:
+            return None
+        ev = d.evidence
+        pol = ev.get("policy", {})
+        return Match(
+            rule=d.rule,
+            run_id=run.id,
+            attempt=d.attempt or 0,
+            priority=cr.priority,
+            category=str(pol.get("category", cr.rule.category)),
+            actions=tuple(cr.rule.actions),
+            evidence=Evidence(
+                source=str(ev.get("source") or ""),
+                first_line=int(ev.get("first_line") or 0),
+                lines=tuple(str(x) for x in ev.get("lines") or ()),
+                match_line=int(ev.get("match_line") or 0),
+                state=ev.get("state"),
+            ),
+            signature=d.signature,
+            reason=d.reason,
+            node=ev.get("node"),
+            retryable=bool(pol.get("retryable", True)),
+            deterministic=bool(pol.get("deterministic", False)),
+            max_retries=pol.get("max_retries"),
+        )
+
     async def _carry_out(
-        self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, decision_id: int
+        self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, effects: Effects
     ) -> str:
         ctx = m.template_context(attempt.job_id or "", self._spec_context(spec))
         outcomes: list[str] = []
@@ -222,30 +340,35 @@ class Actions:
                     alert_text = f"{run.id}: {m.rule}: {m.reason} (bad template: {exc})"
         for action in m.actions:
             if action.resume is not None:
-                outcomes.append(await self._resume(run, attempt, m, spec, action.resume, ctx, alert_text))
+                outcomes.append(
+                    await self._resume(run, attempt, m, spec, action.resume, ctx, alert_text, effects)
+                )
             elif action.give_up is not None:
-                outcomes.append(await self._give_up(run, attempt, action.give_up.reason or m.reason, m))
+                outcomes.append(
+                    await self._give_up(
+                        run, attempt, action.give_up.reason or m.reason, m, effects, alert_text=alert_text
+                    )
+                )
             elif action.cancel is not None:
                 outcomes.append(await self._cancel(run, attempt, m))
             elif action.hold is not None:
                 outcomes.append(await self._hold(run, attempt, m))
         if alert_text and not any(("resuming" in o or "gave up" in o) for o in outcomes):
             level: Level = "info" if m.category == "completed" else alert_level
-            self.notify(
-                RunEvent(
-                    run.id,
-                    "completed" if m.category == "completed" else "alert",
-                    alert_text,
-                    level=level,
-                    excerpt="\n".join(m.evidence.lines[-20:]) or None,
-                    rule=m.rule,
-                    needs_human=level == "error",
-                )
+            alert = RunEvent(
+                run.id,
+                "completed" if m.category == "completed" else "alert",
+                alert_text,
+                level=level,
+                excerpt="\n".join(m.evidence.lines[-20:]) or None,
+                rule=m.rule,
+                needs_human=level == "error",
             )
+            effects.append(lambda: self.notify(alert))
             outcomes.append("alerted")
         if m.category == "completed" and not outcomes[:-1]:
             self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
-            self.plot(run)
+            self.plot(run, effects)
         return "; ".join(outcomes) or "recorded"
 
     def _spec_context(self, spec: JobSpec) -> dict[str, str]:
@@ -274,11 +397,12 @@ class Actions:
         action: Any,
         ctx: dict[str, str],
         alert_text: str,
+        effects: Effects,
     ) -> str:
         cfg = policy_config(spec)
         decision: Decision = decide(history(self.store, run.id, m, cfg.max_retries), self.clock(), cfg)
         if decision.action != "resume":
-            return await self._give_up(run, attempt, decision.reason, m, alert_text=alert_text)
+            return await self._give_up(run, attempt, decision.reason, m, effects, alert_text=alert_text)
         selector = action.from_ if action.from_ != "latest" else spec.resume.checkpoint
         ckpt, why = resolve_checkpoint(spec, selector)
         env = {}
@@ -294,6 +418,7 @@ class Actions:
                 attempt,
                 f"{m.rule} needs {', '.join(missing)} in the spec to apply its fix",
                 m,
+                effects,
                 alert_text=alert_text,
             )
         prev = AttemptOverrides.from_dict(attempt.overrides)
@@ -313,31 +438,30 @@ class Actions:
         if action.exclude_node and m.node:
             changes.append(f"--exclude={m.node}")
         changes += list(action.sbatch_args)
-        what = f"resuming from {Path(ckpt).name}" if ckpt else "resuming (no checkpoint yet: from the start)"
+        what = f"resuming from {Path(ckpt).name}" if ckpt else f"resuming without a checkpoint ({why})"
         detail = f"{what} in {max(0.0, at - self.clock()):.0f}s; {decision.reason}" + (
             f"; changed: {', '.join(changes)}" if changes else ""
         )
         self.daemon.schedule(run.id, at=at, overrides=overrides, reason=f"{m.rule}: {detail}")
-        self.notify(
-            RunEvent(
-                run.id,
-                "resumed",
-                alert_text or f"{run.id}: {m.rule}: {m.reason}",
-                text=f"{detail}. {why}",
-                level="warning",
-                excerpt="\n".join(m.evidence.lines[-20:]) or None,
-                rule=m.rule,
-                fields={
-                    "checkpoint": ckpt or "-",
-                    "attempt": str(attempt.n + 1),
-                    "changes": ", ".join(changes) or "-",
-                },
-            )
+        resumed = RunEvent(
+            run.id,
+            "resumed",
+            alert_text or f"{run.id}: {m.rule}: {m.reason}",
+            text=f"{detail}. {why}",
+            level="warning",
+            excerpt="\n".join(m.evidence.lines[-20:]) or None,
+            rule=m.rule,
+            fields={
+                "checkpoint": ckpt or "-",
+                "attempt": str(attempt.n + 1),
+                "changes": ", ".join(changes) or "-",
+            },
         )
+        effects.append(lambda: self.notify(resumed))
         return "; ".join(x for x in (stopped, detail) if x)
 
     async def _give_up(
-        self, run: RunRow, attempt: AttemptRow, reason: str, m: Match, alert_text: str = ""
+        self, run: RunRow, attempt: AttemptRow, reason: str, m: Match, effects: Effects, alert_text: str = ""
     ) -> str:
         stopped = await self._stop_job(attempt)
         self.store.set_run_state(
@@ -347,19 +471,18 @@ class Actions:
             event=("gave-up", reason, {"rule": m.rule}),
             attempt=attempt.n,
         )
-        self.notify(
-            RunEvent(
-                run.id,
-                "gave_up",
-                alert_text or f"{run.id}: gave up: {reason}",
-                text=reason,
-                level="error",
-                excerpt="\n".join(m.evidence.lines[-20:]) or None,
-                rule=m.rule,
-                needs_human=True,
-            )
+        gave_up = RunEvent(
+            run.id,
+            "gave_up",
+            alert_text or f"{run.id}: gave up: {reason}",
+            text=reason,
+            level="error",
+            excerpt="\n".join(m.evidence.lines[-20:]) or None,
+            rule=m.rule,
+            needs_human=True,
         )
-        self.plot(run)
+        effects.append(lambda: self.notify(gave_up))
+        self.plot(run, effects)
         return "; ".join(x for x in (stopped, f"gave up: {reason}") if x)
 
     async def _cancel(self, run: RunRow, attempt: AttemptRow, m: Match) -> str:
@@ -401,14 +524,17 @@ class Actions:
         if state == JobState.COMPLETED:
             self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
             self.notify(RunEvent(run.id, "completed", f"{run.id} completed", level="info"))
-            self.plot(run)
+            plots: Effects = []
+            self.plot(run, plots)
+            for effect in plots:
+                effect()
             return
         code = f" (exit {exit_code})" if exit_code is not None else ""
         reason = f"attempt {attempt.n} ended {state.value}{code} and no rule recognised the failure"
         decision_id = self.store.record_decision(
             run.id,
             attempt.n,
-            rule="unrecognised-failure",
+            rule=UNRECOGNISED,
             action="alert",
             signature=f"unrecognised:{state.value}",
             reason=reason,
@@ -416,12 +542,26 @@ class Actions:
         )
         if decision_id is None:
             return
-        self.store.set_run_state(
-            run.id,
-            RunState.FAILED,
-            reason=reason,
-            event=("failed", reason, {"state": state.value}),
-            attempt=attempt.n,
-        )
-        self.store.set_decision_outcome(decision_id, "alerted; waiting for a human (`shepherd resume`)")
-        self.notify(RunEvent(run.id, "alert", f"{run.id}: {reason}", level="error", needs_human=True))
+        crash_point("after-decision")
+        await self._unrecognised(run, attempt, decision_id, reason)
+
+    async def _unrecognised(
+        self,
+        run: RunRow,
+        attempt: AttemptRow,
+        decision_id: int,
+        reason: str,
+        outcome: str = "alerted; waiting for a human (`shepherd resume`)",
+    ) -> None:
+        """Stop and wait for a human: the run FAILED, then the alert and the outcome together."""
+        run = self.store.get_run(run.id) or run
+        if not run.state.is_final and run.state not in (
+            RunState.BACKOFF,
+            RunState.QUEUED,
+            RunState.SUBMITTING,
+        ):
+            self.store.set_run_state(
+                run.id, RunState.FAILED, reason=reason, event=("failed", reason, {}), attempt=attempt.n
+            )
+        alert = RunEvent(run.id, "alert", f"{run.id}: {reason}", level="error", needs_human=True)
+        self._commit(decision_id, outcome, [lambda: self.notify(alert)])

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 from supervisor.events import JobState, StateEvent
 from supervisor.faultpoints import crash_point
-from supervisor.intake import Intake
+from supervisor.intake import Intake, queue_dir_problem
 from supervisor.notify import EventSink, LogSink, RunEvent
 from supervisor.service.sdnotify import Notifier
 from supervisor.service.watchdog import HeartbeatRegistry, StatusSummary, Watchdog, format_status
@@ -39,6 +39,7 @@ from supervisor.tracking import UpdateKind, reconcile, sacct_needed
 
 log = structlog.get_logger(__name__)
 
+DAEMON_THREAD = "shepherd-daemon"  # the Slack thread for the daemon's own health, not a run's
 StateHandler = Callable[[RunRow, AttemptRow, StateEvent], Awaitable[None]]
 
 
@@ -64,7 +65,11 @@ class Daemon:
             clock=clock,
         )
         self.in_flight: set[tuple[str, int]] = set()
+        # Every attempt in flight at any moment of the current poll: its squeue/sacct snapshot may predate
+        # the job, so the poll must conclude nothing about it (else: "never submitted" -> submitted twice).
+        self._flown: set[tuple[str, int]] = set()
         self.blind_since: float | None = None
+        self._blind_alerted = False
         self.last_poll_ok: float | None = None
         self.ready = anyio.Event()
         self.state_handlers: list[StateHandler] = []
@@ -89,12 +94,17 @@ class Daemon:
     # ---- lifecycle ------------------------------------------------------------------------------------
     async def run(self, *, extra_tasks: list[Callable[[], Coroutine[Any, Any, None]]] | None = None) -> None:
         self.settings.ensure_dirs()
+        problem = queue_dir_problem(self.settings.queue_dir)
+        if problem is not None:
+            log.error("refusing to start: the queue folder is not private to the daemon", problem=problem)
+            raise SystemExit(f"shepherd: refusing to start: {problem}")
         self.adopt_orphans()
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self._signals, tg)
             # READY=1 only once state is loaded and every intent is reconciled with Slurm.
             await self.reconcile_until_seen()
+            await self.settle_after_restart()
             self.ready.set()
             self.sd.ready(self.status_line())
             log.info(
@@ -169,6 +179,45 @@ class Daemon:
             await anyio.sleep(delay)
             delay = min(delay * 2, self.settings.slurm.poll_interval_s)
 
+    async def settle_after_restart(self) -> None:
+        """Finish what a SIGKILL interrupted, before anything new is submitted.
+
+        A decision recorded but not carried out is carried out (Actions.finish_unfinished). An attempt whose
+        end was recorded but never handled (killed between the two) gets its terminal state event again, so
+        the rules see it; a vanished attempt whose run was not yet marked LOST is marked now.
+        """
+        if self.actions is not None:
+            await self.actions.finish_unfinished()
+        for run in self.store.list_runs(include_final=False):
+            if run.state in (RunState.BACKOFF, RunState.QUEUED, RunState.SUBMITTING, RunState.HELD):
+                continue
+            last = self.store.latest_attempt(run.id)
+            if last is None:
+                continue
+            if last.state == AttemptState.UNKNOWN:
+                msg = last.reason or "the job vanished from Slurm"
+                self.store.set_run_state(
+                    run.id, RunState.LOST, reason=msg, event=("lost", msg, {}), attempt=last.n
+                )
+            elif last.state == AttemptState.ENDED:
+                log.warning("an ended attempt was never handled; handling it now", run_id=run.id, n=last.n)
+                try:
+                    state = JobState(last.slurm_state or "")
+                except ValueError:
+                    state = JobState.FAILED
+                ev = StateEvent(
+                    run.id,
+                    last.n,
+                    last.job_id or "",
+                    state,
+                    last.reason or "",
+                    last.exit_code,
+                    None,
+                    last.nodes or "",
+                    at=self.clock(),
+                )
+                await self._emit(run.id, last.n, ev)
+
     # ---- queue -----------------------------------------------------------------------------------------
     async def intake_loop(self) -> None:
         import watchfiles
@@ -242,6 +291,7 @@ class Daemon:
         # What existed at submission: the policy's measure of whether this attempt made progress.
         record = {**overrides.to_dict(), "ckpt_step_at_submit": newest_checkpoint_step(spec)}
         attempt = self.store.begin_attempt(run.id, lambda n: make_job_name(run.id, n), record)
+        crash_point("after-intent")
         req = build_submit_request(
             spec,
             run_id=run.id,
@@ -254,6 +304,7 @@ class Daemon:
         Path(req.env["BASE_LOG_DIR"]).mkdir(parents=True, exist_ok=True)
         key = (run.id, attempt.n)
         self.in_flight.add(key)
+        self._flown.add(key)
         try:
             job_id = await self.slurm.submit(req)
         except SlurmRejected as exc:
@@ -345,6 +396,7 @@ class Daemon:
 
     async def poll_once(self) -> bool:
         """One look at Slurm for every open attempt; False if Slurm could not be asked."""
+        self._flown = set(self.in_flight)
         open_attempts = self.store.open_attempts()
         if not open_attempts and not self.store.list_runs(include_final=False):
             return True
@@ -361,7 +413,7 @@ class Daemon:
             for a in open_attempts
             if a.state == AttemptState.INTENT
             and (a.run_id, a.n) not in seen_tags
-            and (a.run_id, a.n) not in self.in_flight
+            and (a.run_id, a.n) not in self.in_flight | self._flown
         ]
         try:
             sacct = await self.slurm.sacct(ids, names=lost_intents) if (ids or lost_intents) else []
@@ -375,20 +427,48 @@ class Daemon:
             sacct,
             now=self.clock(),
             grace_s=self.settings.slurm.unknown_grace_s,
-            in_flight=frozenset(self.in_flight),
+            in_flight=frozenset(self.in_flight | self._flown),
         )
         for u in updates:
             await self._apply(u.run_id, u.n, u.kind, u.obs, u.missing_since)
         return True
 
     def _went_blind(self, error: str) -> None:
+        now = self.clock()
         if self.blind_since is None:
-            self.blind_since = self.clock()
+            self.blind_since = now
             log.warning("cannot see slurm; taking no action until it answers", error=error)
+        after = self.settings.slurm.blind_alert_after_s
+        if not self._blind_alerted and now - self.blind_since >= after:
+            self._blind_alerted = True
+            self.sink.publish(
+                RunEvent(
+                    DAEMON_THREAD,
+                    "alert",
+                    f"shepherd cannot see Slurm for {int(now - self.blind_since)} s",
+                    text=f"Last error: {error}. No run is marked failed or resumed while blind; "
+                    "tracking resumes when Slurm answers.",
+                    level="error",
+                    needs_human=True,
+                    fields={"name": "shepherd daemon"},
+                )
+            )
 
     def _sight_restored(self) -> None:
         if self.blind_since is not None:
-            log.info("slurm answers again", blind_for_s=round(self.clock() - self.blind_since, 1))
+            blind_for = self.clock() - self.blind_since
+            log.info("slurm answers again", blind_for_s=round(blind_for, 1))
+            if self._blind_alerted:
+                self.sink.publish(
+                    RunEvent(
+                        DAEMON_THREAD,
+                        "alert",
+                        f"shepherd sees Slurm again after {int(blind_for)} s",
+                        level="info",
+                        fields={"name": "shepherd daemon"},
+                    )
+                )
+        self._blind_alerted = False
         self.blind_since = None
         self.last_poll_ok = self.clock()
 
@@ -399,6 +479,8 @@ class Daemon:
         attempt = self.store.get_attempt(run_id, n)
         if run is None or attempt is None:
             return
+        if kind in (UpdateKind.FOUND, UpdateKind.NEVER_SUBMITTED) and attempt.state != AttemptState.INTENT:
+            return  # settled since this poll's snapshot (its sbatch returned meanwhile)
         if kind == UpdateKind.FOUND and obs is not None:
             self.store.attempt_submitted(run_id, n, obs.job_id, reconciled=True)
             log.info("intent reconciled with its job", run_id=run_id, attempt=n, job_id=obs.job_id)
@@ -455,6 +537,8 @@ class Daemon:
             started=started,
             unknown_since=missing_since,
         )
+        if ended:
+            crash_point("after-ended")
         if not run.state.is_final and run.state not in (RunState.BACKOFF, RunState.QUEUED):
             if obs.state == JobState.PENDING and run.state != RunState.PENDING and not run.held:
                 self.store.set_run_state(run_id, RunState.PENDING)

@@ -17,7 +17,7 @@ from supervisor.settings import Settings
 from supervisor.slack.service import SlackService, build_slack
 from supervisor.slack.sink import SlackSink
 from supervisor.slurm.client import SlurmClient
-from supervisor.spec import JobSpec
+from supervisor.spec import JobSpec, NotifySpec
 from supervisor.store import Store
 
 log = structlog.get_logger(__name__)
@@ -60,11 +60,21 @@ def build(settings: Settings, extra_sinks: list[EventSink] | None = None) -> Bui
     sinks: list[EventSink] = [LogSink(), *(extra_sinks or [])]
     if slack is not None:
 
-        def channel_for(run_id: str) -> str | None:
+        def notify_of(run_id: str) -> NotifySpec | None:
             run = store.get_run(run_id)
-            return JobSpec.model_validate_json(run.spec_json).notify.slack_channel if run else None
+            return JobSpec.model_validate_json(run.spec_json).notify if run else None
 
-        sinks.append(SlackSink(slack.notifier, channel_for))
+        def channel_for(run_id: str) -> str | None:
+            notify = notify_of(run_id)
+            return notify.slack_channel if notify else None
+
+        def level_for(run_id: str) -> str | None:
+            # A spec's notify.level overrides slack.level for its run; "info" is the spec's default, so it
+            # leaves the operator's slack.level in force.
+            notify = notify_of(run_id)
+            return notify.level if notify and notify.level != "info" else None
+
+        sinks.append(SlackSink(slack.notifier, channel_for, level_for))
     sink = FanOut(sinks)
     daemon.sink = sink
     actions = Actions(daemon, sink)

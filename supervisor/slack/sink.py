@@ -10,10 +10,14 @@ from supervisor.slack.notifier import Notifier
 
 class SlackSink:
     def __init__(
-        self, notifier: Notifier, channel_for: Callable[[str], str | None] = lambda _run: None
+        self,
+        notifier: Notifier,
+        channel_for: Callable[[str], str | None] = lambda _run: None,
+        level_for: Callable[[str], str | None] = lambda _run: None,
     ) -> None:
         self.notifier = notifier
         self.channel_for = channel_for
+        self.level_for = level_for  # the run's own notify.level; None: slack.level
 
     def publish(self, event: RunEvent) -> None:
         if event.kind == "opened" or self.notifier.thread(event.run_id) is None:
@@ -24,6 +28,7 @@ class SlackSink:
                 job_id=event.fields.get("job_id"),
                 log_paths=[p for p in event.fields.get("logs", "").split("\n") if p],
                 channel=self.channel_for(event.run_id),
+                level=self.level_for(event.run_id),
             )
             if event.kind == "opened":
                 return

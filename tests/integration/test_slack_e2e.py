@@ -1,0 +1,406 @@
+"""Slack end to end: the real daemon (a subprocess) on the real dev Slurm cluster, talking to the loopback
+Slack stand-in (in this process, on its own loop in a background thread) over the real slack-sdk clients.
+
+One daemon and one stand-in serve the whole module; each test has its own runs. Jobs use plain.sub (ray.sub's
+log layout without Ray) so an attempt takes seconds.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import sqlite3
+import string
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from supervisor.slack import blocks as bk
+from supervisor.slack.notifier import UNBOUNDED_KINDS
+from tests.support.daemon import REPO, DaemonProcess, wait_for
+from tests.support.standin_thread import StandinThread
+
+pytestmark = pytest.mark.slurm
+PLAIN = REPO / "tests" / "support" / "plain.sub"
+FAKE = REPO / "tests" / "support" / "fake_failure.py"
+CHANNEL = "C0E2E"
+ALICE = "U0ALICE"  # in slack.authorised_users
+MALLORY = "U0MALLORY"  # not
+FINAL = {"COMPLETED", "FAILED", "GAVE_UP", "CANCELLED"}
+
+
+@pytest.fixture(scope="module")
+def slack() -> Iterator[StandinThread]:
+    s = StandinThread().start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def sup(tmp_path_factory: pytest.TempPathFactory, slurm_cluster: Any, slack: StandinThread) -> Any:
+    root = tmp_path_factory.mktemp("slack-e2e")
+    env = {
+        **slurm_cluster.env,
+        "SHEPHERD_LAUNCH_SCRIPT": str(PLAIN),
+        "SHEPHERD_SLACK__MODE": "socket",
+        "SHEPHERD_SLACK__BASE_URL": slack.standin.api_url,
+        "SHEPHERD_SLACK__CHANNEL": CHANNEL,
+        "SHEPHERD_SLACK__AUTHORISED_USERS": json.dumps([ALICE]),
+        # Fast retries so the test sees the outbox drain soon after the stand-in comes back.
+        "SHEPHERD_SLACK__RETRY_INITIAL_S": "0.2",
+        "SHEPHERD_SLACK__RETRY_MAX_S": "1",
+        "SHEPHERD_SLACK__POLL_INTERVAL_S": "0.2",
+        "SHEPHERD_SLACK__SOCKET_PING_INTERVAL_S": "1",
+        "SLACK_BOT_TOKEN": "xoxb-1111-2222-e2etoken",
+        "SLACK_APP_TOKEN": "xapp-1-A0E2E-3333-e2eapptoken",
+    }
+    d = DaemonProcess(root / "root", env=env)
+    d.start()
+    try:
+        slack.call(slack.standin.wait_connected(within=60), timeout=70)
+    except Exception:
+        d.stop()
+        raise AssertionError(f"the daemon never opened Socket Mode:\n{d.log_text()[-3000:]}") from None
+    yield d
+    d.stop()
+
+
+# -- helpers --------------------------------------------------------------------------------------------
+
+
+def spec(
+    tmp: Path, name: str, command: list[str], rules: str = "", resume: str = "", use_default: bool = True
+) -> tuple[Path, Path]:
+    """A spec file, and the run's checkpoint dir."""
+    ck = tmp / name / "ckpt"
+    ck.mkdir(parents=True)
+    lines = [
+        f"name: {name}",
+        f"command: {json.dumps(command)}",
+        f"workdir: {tmp}",
+        "slurm: {cpus: 1, time: '00:10:00'}",
+        f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
+        "resume: {backoff_s: 0, pass_checkpoint: ['--resume-from', '{checkpoint}']"
+        + (f", {resume}" if resume else "")
+        + "}",
+    ]
+    if rules:
+        rf = tmp / name / "rules.yaml"
+        rf.write_text(rules)
+        lines.append(f"rules: {{files: [{rf}], use_default: {str(use_default).lower()}}}")
+    path = tmp / f"{name}.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path, ck
+
+
+def fake(tmp: Path, name: str, kind: str, *extra: str) -> list[str]:
+    ck, rec = tmp / name / "ckpt", tmp / name / "record.jsonl"
+    return ["python", str(FAKE), kind, "--record", str(rec), "--checkpoint-dir", str(ck), *extra]
+
+
+def records(tmp: Path, name: str) -> list[dict[str, Any]]:
+    f = tmp / name / "record.jsonl"
+    return [json.loads(line) for line in f.read_text().splitlines()] if f.exists() else []
+
+
+def db(sup: DaemonProcess) -> sqlite3.Connection:
+    return sqlite3.connect(str(sup.root / "state" / "shepherd.sqlite3"), timeout=10)
+
+
+def thread_ts(sup: DaemonProcess, run: str) -> str:
+    """The ts of the run's opening message, once Slack has it."""
+
+    def ts() -> str | None:
+        with db(sup) as c:
+            row = c.execute("SELECT ts FROM slack_threads WHERE run_id = ?", (run,)).fetchone()
+        return row[0] if row and row[0] else None
+
+    return str(wait_for(ts, 60, 0.2, f"the thread of {run}"))
+
+
+def kind_of(msg: dict[str, Any]) -> str:
+    """The event kind from the message's context line (`run` · kind · level)."""
+    for b in msg.get("blocks") or []:
+        if b.get("type") == "context":
+            parts = b["elements"][0]["text"].split(" · ")
+            if len(parts) >= 2 and parts[0].startswith("`"):
+                return str(parts[1])
+    return "opened" if any(b.get("type") == "header" for b in msg.get("blocks") or []) else "?"
+
+
+def in_thread(slack: StandinThread, ts: str) -> list[dict[str, Any]]:
+    return [m for m in slack.recorded().messages if m["thread_ts"] == ts]
+
+
+def wait_message(slack: StandinThread, ts: str, pred: Any, what: str, timeout: float = 60) -> dict[str, Any]:
+    found = wait_for(lambda: next((m for m in in_thread(slack, ts) if pred(m)), None), timeout, 0.2, what)
+    return dict(found)
+
+
+def code_blocks(msg: dict[str, Any]) -> list[str]:
+    texts = [b["text"]["text"] for b in msg.get("blocks") or [] if b.get("type") == "section" and "text" in b]
+    return [html.unescape(t[3:-3]) for t in texts if t.startswith("```") and t.endswith("```")]
+
+
+def top_level(slack: StandinThread, name: str) -> list[dict[str, Any]]:
+    """Lines posted in the channel itself (not in a thread) about run `name`."""
+    return [m for m in slack.recorded().messages if not m["thread_ts"] and name in (m["text"] or "")]
+
+
+def ephemerals_for(slack: StandinThread, user: str) -> list[dict[str, Any]]:
+    return [e for e in slack.recorded().ephemerals if e["user"] == user]
+
+
+def slack_command(slack: StandinThread, via: str, run: str, user: str, alert: dict[str, Any]) -> str:
+    """`/resume RUN latest` typed, or the alert's "Resume from latest" button pressed; returns the reply."""
+    before = len(ephemerals_for(slack, user))
+    s = slack.standin
+    if via == "slash":
+        eid = slack.call(s.send_slash("/resume", f"{run} latest", user, CHANNEL))
+    else:
+        [actions] = [b for b in alert["blocks"] if b.get("type") == "actions"]
+        [button] = [e for e in actions["elements"] if e["action_id"] == bk.ACTION_RESUME_LATEST]
+        message = {"ts": alert["ts"], "blocks": alert["blocks"]}
+        eid = slack.call(s.press_button(button["action_id"], button["value"], user, CHANNEL, message))
+    slack.call(s.wait_ack(eid, within=10), timeout=15)
+    replies = wait_for(lambda: ephemerals_for(slack, user)[before:], 30, 0.2, f"the reply to {user}")
+    return str(replies[0]["text"])
+
+
+# -- 1. a failure that needs a human, then /resume (or the button) ------------------------------------------
+
+GIVE_UP = """\
+rules:
+  - name: bad-dataset
+    description: the dataset path is wrong; retrying will not help
+    priority: 95
+    category: failure
+    retryable: false
+    trigger: {kind: log, regex: "Pretrained run config not found"}
+    actions:
+      - give_up: {reason: "dataset missing"}
+      - alert: {level: error, message: "{run}: {rule}: the dataset is missing"}
+"""
+
+
+@pytest.mark.parametrize("via", ["slash", "button"])
+def test_a_given_up_run_is_alerted_with_its_log_lines_and_resumed_from_slack(
+    sup: DaemonProcess, slack: StandinThread, tmp_path: Path, via: str
+) -> None:
+    name = f"e2e-stop-{via}"
+    path, ck = spec(tmp_path, name, fake(tmp_path, name, "hf-cache"), rules=GIVE_UP)
+    run = sup.submit(path)
+    final = sup.wait_state(run, FINAL, timeout=120)
+    assert final["state"] == "GAVE_UP" and final["attempts"] == 1, final
+    ts = thread_ts(sup, run)
+
+    alert = wait_message(slack, ts, lambda m: kind_of(m) == "gave_up", "the gave-up alert")
+    assert "the dataset is missing" in alert["text"]  # the rule's own alert message
+    assert "dataset missing" in json.dumps(alert["blocks"])  # and its give_up reason
+    [excerpt] = code_blocks(alert)
+    assert "Pretrained run config not found" in excerpt  # the matched log line, in a code block
+    buttons = {
+        e["action_id"]: e["value"] for b in alert["blocks"] if b["type"] == "actions" for e in b["elements"]
+    }
+    assert buttons[bk.ACTION_RESUME_LATEST] == run
+    broadcast = top_level(slack, name)
+    assert any("needs a human" in m["text"] for m in broadcast)
+
+    # Someone not on the list: refused, ephemerally, and nothing happens.
+    reply = slack_command(slack, via, run, MALLORY, alert)
+    assert "not on the list" in reply
+    after = sup.status(run)
+    assert after["state"] == "GAVE_UP" and after["attempts"] == 1
+    assert not [m for m in in_thread(slack, ts) if kind_of(m) == "command"]
+    with db(sup) as c:
+        [(outcome,)] = c.execute(
+            "SELECT outcome FROM slack_commands WHERE user_id = ? AND run = ?", (MALLORY, run)
+        ).fetchall()
+    assert outcome == "refused"
+
+    # Alice: the run is resubmitted from its newest checkpoint, and the job really got it.
+    reply = slack_command(slack, via, run, ALICE, alert)
+    assert reply == f"resuming {run} from step_10"
+    final = sup.wait_state(run, FINAL, timeout=120)
+    assert final["state"] == "COMPLETED" and final["attempts"] == 2, final
+    attempt2 = sup.status(run)["attempt_list"][1]
+    assert attempt2["checkpoint"] == str(ck / "step_10")
+    first, second = records(tmp_path, name)
+    assert "--resume-from" not in first["argv"]
+    assert second["argv"][-2:] == ["--resume-from", str(ck / "step_10")]
+
+    note = wait_message(slack, ts, lambda m: kind_of(m) == "command", "the command in the thread")
+    assert "Resume from latest requested" in note["text"] and "from step_10" in note["text"]
+    assert any(f"<@{ALICE}>" in b["elements"][0]["text"] for b in note["blocks"] if b["type"] == "context")
+    wait_message(slack, ts, lambda m: kind_of(m) == "completed", "completed in the thread")
+    commands = [m for m in in_thread(slack, ts) if kind_of(m) == "command"]
+    assert len(commands) == 1  # Alice's; Mallory's never reached the run
+    if via == "button":
+        updates = [u for u in slack.recorded().updates if u["ts"] == alert["ts"]]
+        assert len(updates) == 1 and f"requested by <@{ALICE}>" in json.dumps(updates[0]["blocks"])
+        assert not any(b["type"] == "actions" for b in updates[0]["blocks"])  # the buttons are gone
+
+
+# -- 2. Slack down while a run fails and is resumed ---------------------------------------------------------
+
+
+def test_messages_queued_while_slack_is_down_arrive_afterwards_in_order_once(
+    sup: DaemonProcess, slack: StandinThread, tmp_path: Path
+) -> None:
+    name = "e2e-outage"
+    path, _ = spec(tmp_path, name, fake(tmp_path, name, "cuda-oom", "--sleep", "2"))
+    run = sup.submit(path)
+    ts = thread_ts(sup, run)  # the opener went through: Slack is up
+    slack.call(slack.standin.go_down())
+    try:
+        final = sup.wait_state(run, FINAL, timeout=120)
+        assert final["state"] == "COMPLETED" and final["attempts"] == 2, final  # failed, resumed, completed
+
+        def outbox_waiting() -> bool:
+            with db(sup) as c:
+                pending, retried = c.execute(
+                    "SELECT COUNT(*), MAX(attempts) FROM slack_outbox WHERE run_id = ? AND sent_at IS NULL",
+                    (run,),
+                ).fetchone()
+            return bool(pending >= 3 and (retried or 0) >= 5)
+
+        wait_for(outbox_waiting, 30, 0.2, "messages held in the outbox while Slack is down")
+    finally:
+        slack.call(slack.standin.come_back())
+
+    def drained() -> bool:
+        with db(sup) as c:
+            return not c.execute("SELECT 1 FROM slack_outbox WHERE sent_at IS NULL AND dead = 0").fetchone()
+
+    # The completed event is queued just after the run's state changes: wait for it before judging the rest.
+    wait_message(slack, ts, lambda m: kind_of(m) == "completed", "completed in the thread")
+    wait_for(drained, 60, 0.2, "the outbox to drain")
+    with db(sup) as c:
+        rows = c.execute(
+            "SELECT id, payload, result_ts FROM slack_outbox WHERE run_id = ? ORDER BY id", (run,)
+        ).fetchall()
+        instance = c.execute("SELECT value FROM slack_meta WHERE key = 'instance'").fetchone()[0]
+    expected = [(f"{instance}:{oid}", json.loads(p)["text"], rts) for oid, p, rts in rows]
+    got = [
+        m
+        for m in slack.recorded().messages
+        if m["ts"] == ts or m["thread_ts"] == ts or (m["thread_ts"] is None and name in (m["text"] or ""))
+    ]
+    keys = [(m.get("metadata") or {}).get("event_payload", {}).get("key") for m in got]
+    assert len(keys) == len(set(keys)), "a message arrived twice"
+    # Every message, in order, once: what Slack got is exactly the outbox, row by row.
+    assert [(k, m["text"], m["ts"]) for k, m in zip(keys, got, strict=True)] == expected
+    kinds = [kind_of(m) for m in got if m["thread_ts"] == ts]
+    story = [k for k in kinds if k in ("resumed", "submitted", "completed")]
+    assert story == ["resumed", "submitted", "completed"], kinds
+    resumed = next(m for m in got if kind_of(m) == "resumed")
+    assert "cuda-oom" in resumed["text"] or "cuda-oom" in json.dumps(resumed["blocks"])
+    assert "OutOfMemoryError" in code_blocks(resumed)[0]  # the matched log lines
+
+    # The store tells the same story the thread does.
+    events = [e["kind"] for e in sup.status(run)["events"]]
+    assert events.count("resume-scheduled") == 1 and "ended" in events
+
+    # Socket Mode came back too: a command after the outage is answered.
+    slack.call(slack.standin.wait_connected(within=30), timeout=35)
+    before = len(ephemerals_for(slack, ALICE))
+    eid = slack.call(slack.standin.send_slash("/status", run, ALICE, CHANNEL))
+    slack.call(slack.standin.wait_ack(eid, within=10), timeout=15)
+    reply = wait_for(lambda: ephemerals_for(slack, ALICE)[before:], 30, 0.2, "the /status reply")
+    assert reply[0]["text"].startswith(f"{run}: COMPLETED")
+
+
+# -- 3. a flood of failures is bounded ----------------------------------------------------------------------
+
+FLOOD = r"""
+incident_window: 0s
+rules:
+  - name: flood-oom
+    description: GPU out of memory (alert only)
+    priority: 80
+    category: failure
+    signature_group: 1
+    trigger: {kind: log, regex: 'torch\.OutOfMemoryError: CUDA out of memory \(crash ([a-z]+)\)'}
+    actions:
+      - alert: {level: error, message: "{run}: out of memory ({signature})"}
+"""
+N_FAILURES = 20
+
+
+def test_twenty_failures_in_a_minute_post_at_most_five_messages_and_one_digest(
+    sup: DaemonProcess, slack: StandinThread, tmp_path: Path
+) -> None:
+    """20 failure alerts for one run within seconds (each its own incident), through the real rules engine.
+
+    A real crash loop of 20 *attempts* cannot happen: the policy stops resuming after more than 4 failures in
+    10 minutes (thrashing), whatever the spec's budget; so the flood is 20 failures of one running attempt.
+    """
+    name = "e2e-flood"
+    tokens = [a + b for a, b in zip(string.ascii_lowercase, string.ascii_lowercase[::-1], strict=False)]
+    tokens = tokens[:N_FAILURES]
+    script = (
+        "for t in " + " ".join(tokens) + "; do "
+        'echo "torch.OutOfMemoryError: CUDA out of memory (crash $t)"; sleep 0.05; done; sleep 300'
+    )
+    path, _ = spec(tmp_path, name, ["bash", "-c", script], rules=FLOOD, use_default=False)
+    run = sup.submit(path)
+    try:
+        ts = thread_ts(sup, run)
+
+        def alerted() -> int:
+            return sum(1 for d in sup.status(run)["decisions"] if d["rule"] == "flood-oom")
+
+        wait_for(lambda: alerted() >= N_FAILURES, 60, 0.5, f"{N_FAILURES} failures recognised")
+        assert alerted() == N_FAILURES
+        # The digest is posted when the run's 60 s window ends.
+        digest = wait_message(slack, ts, lambda m: kind_of(m) == "digest", "the digest", timeout=100)
+    finally:
+        sup.cli("cancel", run, check=False)
+
+    thread = in_thread(slack, ts)
+    bounded = [m for m in thread if kind_of(m) not in UNBOUNDED_KINDS]
+    digests = [m for m in thread if kind_of(m) == "digest"]
+    alerts = [m for m in bounded if kind_of(m) == "alert"]
+    assert len(bounded) <= 5, [m["text"] for m in thread]
+    assert len(digests) == 1
+    held_back = int(re.search(r"(\d+) more event", digest["text"]).group(1))  # type: ignore[union-attr]
+    assert len(alerts) + held_back >= N_FAILURES  # nothing disappeared silently
+    for a in alerts:
+        assert "CUDA out of memory" in code_blocks(a)[0]
+    top = top_level(slack, name)
+    assert len([m for m in top if "needs a human" in m["text"]]) == 1
+
+
+# -- wiring: a spec's notify.level reaches its thread -----------------------------------------------------
+
+
+@pytest.mark.parametrize(("spec_level", "thread_level"), [("warning", "warning"), ("info", "error")])
+def test_a_specs_notify_level_overrides_slack_level_for_its_run(
+    tmp_path: Path, spec_level: str, thread_level: str
+) -> None:
+    """No Slurm needed: build() wires the sink; the default spec level leaves slack.level in force."""
+    from supervisor.notify import RunEvent
+    from supervisor.service_main import build
+    from supervisor.settings import Settings
+    from supervisor.slack.settings import SlackSettings
+    from supervisor.spec import JobSpec
+
+    slack_settings = SlackSettings(
+        mode="socket", bot_token="xoxb-1-2-abc", app_token="xapp-1-2-abc", channel=CHANNEL, level="error"
+    )
+    built = build(Settings(root=tmp_path / "root", slack=slack_settings))
+    try:
+        spec = JobSpec.model_validate({"name": "lvl", "command": ["true"], "notify": {"level": spec_level}})
+        built.daemon.store.create_run("lvl-1", "lvl", spec.model_dump_json(), str(tmp_path))
+        built.daemon.sink.publish(RunEvent("lvl-1", "opened", "lvl submitted", fields={"name": "lvl"}))
+        assert built.slack is not None
+        thread = built.slack.notifier.thread("lvl-1")
+        assert thread is not None and thread.level == thread_level
+        built.daemon.sink.publish(RunEvent("lvl-1", "started", "running", level="warning"))
+        # The opener, plus the warning only where the run's level lets it through.
+        assert built.slack.notifier.pending() == (2 if thread_level == "warning" else 1)
+    finally:
+        built.daemon.store.close()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.daemon import REPO, DaemonProcess
+from tests.support.daemon import REPO, DaemonProcess, wait_for
 
 pytestmark = pytest.mark.slurm
 PLAIN = REPO / "tests" / "support" / "plain.sub"
@@ -169,3 +169,34 @@ def test_node_failure_resumes_excluding_the_node(sup: DaemonProcess, tmp_path: P
     assert sup.status(run)["attempt_list"][1]["overrides"]["exclude"] == ["node1"]
     # The dev cluster has one node: Slurm refuses a job that excludes it, and the run says so.
     assert final["state"] == "FAILED" and "Requested node configuration is not available" in final["reason"]
+
+
+QOS_SOON = """\
+rules:
+  - name: qos-pending
+    description: the job waits on a QOS, association or partition limit, not on free resources
+    priority: 20
+    category: pending
+    retryable: false
+    trigger: {kind: pending, reason: "QOS\\\\w*Limit|PartitionTimeLimit", for: 3s}
+    actions:
+      - alert: {level: warning, message: "{run}: still pending: {reason}"}
+"""
+
+
+def test_a_limit_pending_reason_fires_after_its_duration(sup: DaemonProcess, tmp_path: Path) -> None:
+    # The `small` partition's MaxTime is 2 minutes: a 5-minute job pends with PartitionTimeLimit for ever.
+    path = spec(tmp_path, "r-qos", "harmless", rules=QOS_SOON)
+    path.write_text(
+        path.read_text().replace(
+            "slurm: {cpus: 1, time: '00:10:00'}", "slurm: {cpus: 1, time: '00:05:00', partition: small}"
+        )
+    )
+    run = sup.submit(path)
+    d = wait_for(lambda: next(iter(decisions(sup, run)), None), 60, what="a pending decision")
+    status = sup.status(run)
+    assert status["state"] == "PENDING" and status["pending_reason"] == "PartitionTimeLimit"
+    assert d["rule"] == "qos-pending" and "PartitionTimeLimit" in d["reason"] + d["outcome"] + str(
+        d["evidence"]
+    )
+    sup.cli("cancel", run)

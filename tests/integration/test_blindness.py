@@ -6,7 +6,6 @@ overloaded or partitioned controller fails (SlurmUnavailable after a timeout); s
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -77,13 +76,10 @@ async def _run(tmp: Path, scenario: Any) -> Any:
     return built, result
 
 
-async def wait_until(pred: Any, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        await anyio.sleep(0.1)
-    raise AssertionError("timed out")
+async def wait_until(pred: Any, within: float = 60) -> None:
+    with anyio.fail_after(within):
+        while not pred():
+            await anyio.sleep(0.1)
 
 
 def the_run(built: Any) -> Any:
@@ -98,7 +94,7 @@ def test_25_transient_squeue_failures_during_a_healthy_job_cause_no_resume(tmp_p
         await wait_until(lambda: (r := the_run(built)) is not None and r.state == RunState.RUNNING)
         flaky.fail_next = 25
         await wait_until(lambda: flaky.fail_next == 0)
-        await wait_until(lambda: the_run(built).state.is_final, timeout=90)
+        await wait_until(lambda: the_run(built).state.is_final, within=90)
 
     built, _ = anyio.run(_run, tmp_path, scenario)
     run = the_run(built)
@@ -120,7 +116,7 @@ def test_a_job_that_completed_while_the_daemon_was_partitioned_is_never_restarte
             await anyio.sleep(0.1)
         assert built.daemon.blind_since is not None
         flaky.blind = False
-        await wait_until(lambda: the_run(built).state.is_final, timeout=60)
+        await wait_until(lambda: the_run(built).state.is_final, within=60)
         return seen
 
     built, seen = anyio.run(_run, tmp_path, scenario)

@@ -78,7 +78,7 @@ async def _run(tmp: Path, scenario: Any) -> Any:
 
 async def wait_until(pred: Any, within: float = 60) -> None:
     with anyio.fail_after(within):
-        while not pred():
+        while not pred():  # noqa: ASYNC110 - polling the store, which has no event to wait on
             await anyio.sleep(0.1)
 
 

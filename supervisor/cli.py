@@ -116,6 +116,11 @@ def _run_detail(store: Store, run: RunRow) -> dict[str, Any]:
         }
         for d in store.decisions(run.id)
     ]
+    out["silences"] = [
+        {"target": t, "until": until, "by": actor}
+        for t, until, actor in store.active_silences()
+        if t in (run.id, run.name) or t.startswith("rule:")
+    ]
     out["events"] = [
         {"at": e.at, "attempt": e.attempt, "kind": e.kind, "message": e.message} for e in store.events(run.id)
     ]
@@ -175,6 +180,8 @@ def _print_detail(d: dict[str, Any]) -> None:
 
         for i, line in enumerate(progress_lines(d["progress"])):
             print(f"{'progress' if i == 0 else '':<9} {line}")
+    for sil in d.get("silences") or []:
+        print(f"silenced  {sil['target']} until {_fmt_time(sil['until'])} (by {sil['by']}): alerts held back")
     print("attempts:")
     for a in d["attempt_list"]:
         extra = f" exit {a['exit_code']}" if a["exit_code"] is not None else ""
@@ -188,8 +195,7 @@ def _print_detail(d: dict[str, Any]) -> None:
         for dec in d["decisions"]:
             print(
                 f"  {_fmt_time(dec['at'])} attempt {dec['attempt']}: {dec['rule']} -> {dec['action']}: "
-                f"{dec['reason']}"
-                + (f" [{dec['outcome']}]" if dec["outcome"] else "")
+                f"{dec['reason']}" + (f" [{dec['outcome']}]" if dec["outcome"] else "")
             )
             for line in list(dec["evidence"].get("lines") or [])[-5:]:
                 print(f"      | {str(line)[:160]}")

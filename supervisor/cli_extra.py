@@ -31,6 +31,10 @@ def register(sub: Any, add: AddFn) -> None:
     watch.add_argument("run", nargs="?")
     watch.add_argument("--once", action="store_true", help="print one frame and exit")
 
+    sil = add("silence", cmd_silence, "hold back a run's or a rule's alerts for a while (rules still act)")
+    sil.add_argument("target", help="a run id or name, or rule:NAME")
+    sil.add_argument("duration", help="e.g. 30m, 4h")
+
     svc = add("service", _rules_help, "install the systemd unit")
     ssub = svc.add_subparsers(dest="service_command", required=True)
     ins = ssub.add_parser("install", help="write the unit file and print the steps to enable it")
@@ -111,4 +115,31 @@ def cmd_service_install(args: argparse.Namespace) -> int:
         print(f"shepherd: {exc}", file=sys.stderr)
         return 1
     print(text)
+    return 0
+
+
+def cmd_silence(args: argparse.Namespace) -> int:
+    import os
+    import time
+
+    from supervisor.cli import _settings, _store
+    from supervisor.control import ControlError, Controller
+    from supervisor.rules.model import parse_duration
+
+    settings = _settings(args)
+    store = _store(settings)
+    try:
+        seconds = parse_duration(args.duration)
+        if not args.target.startswith("rule:"):
+            args.target = Controller(store, None).find(args.target).id
+    except (ValueError, ControlError) as exc:
+        print(f"shepherd: {exc}", file=sys.stderr)
+        return 1
+    until = time.time() + seconds
+    store.db.execute(
+        "INSERT INTO slack_silences(target, until, actor, created_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT(target) DO UPDATE SET until = excluded.until, actor = excluded.actor",
+        (args.target, until, f"cli:{os.environ.get('USER', os.getuid())}", time.time()),
+    )
+    print(f"silenced {args.target} until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}")
     return 0

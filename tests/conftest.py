@@ -1,0 +1,19 @@
+"""Suite-wide rules: where the real parts must exist (CI, scripts/test), a test needing them may not skip."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    required = os.environ.get("SHEPHERD_REQUIRE_SLURM") == "1"
+    if required and report.skipped and (item.get_closest_marker("slurm") or item.get_closest_marker("ray")):
+        report.outcome = "failed"
+        report.longrepr = f"this run requires the real Slurm and Ray, but the test skipped: {report.longrepr}"

@@ -107,6 +107,7 @@ class Monitor:
 
     def reload_rules(self) -> None:
         """Called on SIGHUP / a rules file change: compile everything anew first, swap only if all load."""
+        load_ruleset()  # the shipped rules must load even when no run uses a custom set
         fresh = {}
         for key in self._rulesets:
             files, use_default, disable = key

@@ -10,9 +10,11 @@ import structlog
 
 from supervisor.actions import Actions, resolve_checkpoint_for_run
 from supervisor.control import Controller, DaemonRunControl
-from supervisor.daemon import Daemon
+from supervisor.daemon import DAEMON_THREAD, Daemon
 from supervisor.monitor import Monitor
-from supervisor.notify import EventSink, FanOut, LogSink
+from supervisor.notify import EventSink, FanOut, LogSink, RunEvent
+from supervisor.rules_paths import REPO_RULES
+from supervisor.service.reload import Reloader
 from supervisor.settings import Settings
 from supervisor.slack.service import SlackService, build_slack
 from supervisor.slack.sink import SlackSink
@@ -45,7 +47,26 @@ class Built:
         return tasks
 
     async def run(self) -> None:
-        await self.daemon.run(extra_tasks=self.tasks)
+        reloader = Reloader(
+            [("rules", self.monitor.reload_rules)], alert=self._alert, notifier=self.daemon.sd
+        )
+
+        async def watch_rules() -> None:
+            """A changed rules file reloads like SIGHUP; a bad one keeps the old rules and alerts."""
+            import watchfiles
+
+            dirs = [d for d in {REPO_RULES, *self.daemon.settings.rules_dirs} if d.is_dir()]
+            if not dirs:
+                return
+            async for _ in watchfiles.awatch(*dirs, debounce=300, recursive=False):
+                await reloader.reload_now("rules file changed")
+
+        await self.daemon.run(extra_tasks=[*self.tasks, reloader.run, watch_rules])
+
+    def _alert(self, text: str) -> None:
+        self.daemon.sink.publish(
+            RunEvent(DAEMON_THREAD, "alert", text, level="error", fields={"name": "shepherd daemon"})
+        )
 
 
 def build(settings: Settings, extra_sinks: list[EventSink] | None = None) -> Built:

@@ -30,6 +30,16 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(Path(args.root).resolve() if args.root else None)
 
 
+def find_run(store: Store, ref: str) -> RunRow:
+    """The run `ref` names (id, name or id prefix), or a CliError saying why not."""
+    from supervisor.control import ControlError, Controller
+
+    try:
+        return Controller(store, None).find(ref)
+    except ControlError as exc:
+        raise CliError(str(exc)) from exc
+
+
 def _store(settings: Settings) -> Store:
     if not settings.db_path.exists():
         settings.ensure_dirs()
@@ -137,14 +147,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     settings = _settings(args)
     store = _store(settings)
     if args.run:
-        from supervisor.control import ControlError, Controller
-
-        try:
-            run = Controller(store, None).find(args.run)
-        except ControlError as exc:
-            print(f"shepherd: {exc}", file=sys.stderr)
-            return EXIT_ERROR
-        detail = _run_detail(store, run)
+        detail = _run_detail(store, find_run(store, args.run))
         if args.json:
             print(json.dumps(detail, indent=2, default=str))
             return 0
@@ -283,15 +286,9 @@ def log_files(store: Store, settings: Settings, run: RunRow) -> list[Path]:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from supervisor.control import ControlError, Controller
-
     settings = _settings(args)
     store = _store(settings)
-    try:
-        run = Controller(store, None).find(args.run)
-    except ControlError as exc:
-        print(f"shepherd: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+    run = find_run(store, args.run)
     files = log_files(store, settings, run)
     wanted = [f for f in files if args.source in f.name] if args.source else files
     if not wanted:

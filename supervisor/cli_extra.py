@@ -71,18 +71,13 @@ def cmd_rules_test(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from supervisor.cli import _settings, _store
-    from supervisor.control import ControlError, Controller
+    from supervisor.cli import _settings, _store, find_run
     from supervisor.metrics_source import run_metric_points
     from supervisor.plot import render_curves
 
     settings = _settings(args)
     store = _store(settings)
-    try:
-        run = Controller(store, None).find(args.run)
-    except ControlError as exc:
-        print(f"shepherd: {exc}", file=sys.stderr)
-        return 1
+    run = find_run(store, args.run)
     points = run_metric_points(store, settings, run)
     if not points:
         print(f"shepherd: no metrics found for {run.id} yet", file=sys.stderr)

@@ -40,6 +40,32 @@ def new_run_id(name: str, now: float) -> str:
     return f"{name[:40]}-{stamp}-{secrets.token_hex(2)}"
 
 
+def queue_dir_problem(queue_dir: Path) -> str | None:
+    """Why the queue folder is unsafe to take specs from, or None.
+
+    Whoever can write into the queue can make the daemon submit jobs, so only the daemon's user may: the
+    folder must be owned by that uid and writable by nobody else (no group or other write bit). Files in it
+    are checked too (owner, no symlinks), but a folder others can write lets them race those checks.
+    """
+    try:
+        st = queue_dir.stat()
+    except FileNotFoundError:
+        return None
+    if st.st_uid != os.getuid():
+        return f"{queue_dir} is owned by uid {st.st_uid}, but the daemon runs as uid {os.getuid()}"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        who = (
+            "group and others"
+            if st.st_mode & stat.S_IWGRP and st.st_mode & stat.S_IWOTH
+            else ("group" if st.st_mode & stat.S_IWGRP else "others")
+        )
+        return (
+            f"{queue_dir} is writable by {who} (mode {stat.S_IMODE(st.st_mode):o}): whoever can write there "
+            f"can make shepherd submit jobs; fix with `chmod go-w {queue_dir}`"
+        )
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Claimed:
     run_id: str

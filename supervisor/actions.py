@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from supervisor.checkpoints import choose_in_dir, list_checkpoint_dir
+from supervisor import staging
+from supervisor.checkpoints import STEP_DIR_RE, choose_in_dir, list_checkpoint_dir
 from supervisor.events import JobState
 from supervisor.faultpoints import crash_point
 from supervisor.notify import EventSink, Level, LogSink, RunEvent
@@ -44,30 +45,52 @@ UNRECOGNISED = "unrecognised-failure"
 Effects = list[Callable[[], None]]  # a decision's messages, queued when its outcome commits
 
 
-def newest_checkpoint_step(spec: JobSpec) -> int | None:
+def newest_checkpoint_step(spec: JobSpec, checkpoint_dir: str | None = None) -> int | None:
+    """The newest complete step in `checkpoint_dir` (a staged dir an attempt trained in) or the spec's dir."""
     if spec.checkpoint is None:
         return None
     from supervisor.checkpoints import discover
 
-    cps = discover(list_checkpoint_dir(spec.checkpoint.dir), spec.checkpoint.metric)
+    where = Path(checkpoint_dir) if checkpoint_dir else spec.checkpoint.dir
+    cps = discover(list_checkpoint_dir(where), spec.checkpoint.metric)
     return max((c.step for c in cps), default=None)
 
 
-def resolve_checkpoint(spec: JobSpec, selector: str) -> tuple[str | None, str]:
-    """(path or None, why) for latest / best / step_N among the spec's checkpoints."""
+def resolve_checkpoint(
+    spec: JobSpec, selector: str, *, run_id: str = "", attempt: int = 0, lineage: str | None = None
+) -> tuple[str | None, str]:
+    """(path or None, why) for latest / best / step_N among the spec's checkpoints.
+
+    A trainer that resumes by itself (`pass_checkpoint: null`, NeMo RL) gets a staged dir when the choice is
+    not its own newest step (supervisor/staging.py); `lineage` is the dir the last attempt trained in.
+    """
     if spec.checkpoint is None:
         return None, "the spec names no checkpoint dir: the trainer resumes by itself"
     ck = spec.checkpoint
     if not Path(ck.dir).is_dir():
         return None, f"the checkpoint dir {ck.dir} is missing (removed?): resuming from scratch"
+    if spec.resume.pass_checkpoint is None and run_id:
+        return staging.resolve(
+            ck.dir,
+            selector,
+            run_id=run_id,
+            attempt=attempt,
+            lineage=lineage,
+            metric=ck.metric,
+            higher_is_better=ck.higher_is_better,
+            keep_top_k=ck.keep_top_k,
+        )
     choice, path = choose_in_dir(
         ck.dir, selector, metric=ck.metric, higher_is_better=ck.higher_is_better, keep_top_k=ck.keep_top_k
     )
     return (str(path) if path else None), choice.reason
 
 
-def resolve_checkpoint_for_run(run: RunRow, selector: str) -> tuple[str | None, str]:
-    return resolve_checkpoint(JobSpec.model_validate_json(run.spec_json), selector)
+def resolve_checkpoint_for_run(
+    run: RunRow, selector: str, *, attempt: int = 0, lineage: str | None = None
+) -> tuple[str | None, str]:
+    spec = JobSpec.model_validate_json(run.spec_json)
+    return resolve_checkpoint(spec, selector, run_id=run.id, attempt=attempt, lineage=lineage)
 
 
 def policy_config(spec: JobSpec) -> PolicyConfig:
@@ -121,11 +144,21 @@ def history(
                 retryable=bool(info.get("retryable", True)),
                 deterministic=bool(info.get("deterministic", False)),
                 max_retries=_capped(info, run_cap),
-                checkpoint_before=a.overrides.get("ckpt_step_at_submit"),
+                checkpoint_before=_step_at_submit(a.overrides),
                 checkpoint_after=info.get("ckpt_after"),
             )
         )
     return records
+
+
+def _step_at_submit(overrides: dict[str, Any]) -> int | None:
+    """A staged attempt's newest step at submission is the step it was staged from, not the original dir's."""
+    if overrides.get("checkpoint_dir") and overrides.get("checkpoint"):
+        m = STEP_DIR_RE.match(Path(str(overrides["checkpoint"])).name)
+        if m is not None:
+            return int(m.group(1))
+    step = overrides.get("ckpt_step_at_submit")
+    return int(step) if step is not None else None
 
 
 def _capped(info: dict[str, Any], run_cap: int | None) -> int | None:
@@ -178,7 +211,7 @@ class Actions:
     async def on_match(self, run: RunRow, attempt: AttemptRow, m: Match) -> None:
         """Record the match as a decision (once per incident) and carry out its actions."""
         spec = self.daemon.spec_of(run)
-        ckpt_after = newest_checkpoint_step(spec)
+        ckpt_after = newest_checkpoint_step(spec, attempt.overrides.get("checkpoint_dir"))
         evidence = {
             "source": m.evidence.source,
             "first_line": m.evidence.first_line,
@@ -404,7 +437,10 @@ class Actions:
         if decision.action != "resume":
             return await self._give_up(run, attempt, decision.reason, m, effects, alert_text=alert_text)
         selector = action.from_ if action.from_ != "latest" else spec.resume.checkpoint
-        ckpt, why = resolve_checkpoint(spec, selector)
+        prev = AttemptOverrides.from_dict(attempt.overrides)
+        ckpt, why = resolve_checkpoint(
+            spec, selector, run_id=run.id, attempt=attempt.n + 1, lineage=prev.checkpoint_dir
+        )
         env = {}
         missing = []
         for key, tmpl in action.env.items():
@@ -421,12 +457,12 @@ class Actions:
                 effects,
                 alert_text=alert_text,
             )
-        prev = AttemptOverrides.from_dict(attempt.overrides)
         exclude = set(prev.exclude)
         if action.exclude_node and m.node:
             exclude.add(m.node)
         overrides = AttemptOverrides(
             checkpoint=ckpt,
+            checkpoint_dir=staging.trainer_dir(spec.checkpoint.dir, ckpt) if spec.checkpoint else None,
             env={**prev.env, **env},
             sbatch_args=tuple(dict.fromkeys([*prev.sbatch_args, *action.sbatch_args])),
             exclude=tuple(sorted(exclude)),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from supervisor.store import RunRow, RunState, Store
 from supervisor.submission import AttemptOverrides
@@ -21,11 +22,31 @@ class ControlError(Exception):
 
 ACTIVE_JOB_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED"}
 
-CheckpointResolver = Callable[[RunRow, str], tuple[str | None, str]]
+
+class CheckpointResolver(Protocol):
+    """(path, why) for `selector`; `attempt` and `lineage` (the last attempt's dir) allow staging."""
+
+    def __call__(
+        self, run: RunRow, selector: str, *, attempt: int = 0, lineage: str | None = None
+    ) -> tuple[str | None, str]: ...
 
 
-def no_checkpoints(run: RunRow, which: str) -> tuple[str | None, str]:
+def no_checkpoints(
+    run: RunRow, selector: str, *, attempt: int = 0, lineage: str | None = None
+) -> tuple[str | None, str]:
     return None, "no checkpoint configured"
+
+
+def _trainer_dir(run: RunRow, path: str | None) -> str | None:
+    """The staged dir `path` lies in, if any: the next attempt must point the trainer there."""
+    from supervisor.spec import JobSpec
+    from supervisor.staging import trainer_dir
+
+    try:
+        spec = JobSpec.model_validate_json(run.spec_json)
+    except ValueError:
+        return None
+    return trainer_dir(spec.checkpoint.dir, path) if spec.checkpoint is not None else None
 
 
 class Controller:
@@ -123,10 +144,15 @@ class Controller:
             raise ControlError(f"{run.id} is {run.state.value}; cancel it first or wait for it to end")
         if run.state == RunState.COMPLETED:
             raise ControlError(f"{run.id} completed; submit a new run to train further")
-        path, note = self.resolve_checkpoint(run, checkpoint)
+        last = self.store.latest_attempt(run.id)
+        lineage = AttemptOverrides.from_dict(last.overrides).checkpoint_dir if last else None
+        path, note = self.resolve_checkpoint(
+            run, checkpoint, attempt=(last.n if last else 0) + 1, lineage=lineage
+        )
         overrides = AttemptOverrides.from_dict(run.next_attempt)
         overrides = AttemptOverrides(
             checkpoint=path,
+            checkpoint_dir=_trainer_dir(run, path),
             env=overrides.env,
             sbatch_args=overrides.sbatch_args,
             exclude=overrides.exclude,

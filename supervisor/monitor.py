@@ -12,8 +12,9 @@ unique decision index).
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +40,37 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 DRAIN_AFTER_END_S = 15.0  # keep reading an ended attempt's files this long: the last lines land late
+ENDED_OVERDUE_S = 600.0  # the launcher's cleanup takes seconds; ten minutes without ENDED is a hang
+DRIVER_EXITED_RE = re.compile(r"driver exited with code (-?\d+)")  # ray.sub's own line, in slurm-<jobid>.out
+ENDED_STALL_SOURCE = "shepherd-monitor"
+LOG_DIR_RE = re.compile(r"^(?P<job>\d+)(?:-(?P<restart>\d+))?-logs$")
+
+
+def newest_log_dir(names: Iterable[str], job_id: str) -> str | None:
+    """The folder the job writes now: `<jobid>-<restart>-logs/` with the highest restart, or `<jobid>-logs/`.
+
+    Sorting names is wrong here (`-10-` < `-2-` < `-logs`), so the restart count is compared as a number.
+    """
+    best: tuple[int, str] | None = None
+    for name in names:
+        m = LOG_DIR_RE.match(name)
+        if m is None or m.group("job") != job_id:
+            continue
+        restart = int(m.group("restart") or 0)
+        if best is None or restart > best[0]:
+            best = (restart, name)
+    return best[1] if best else None
+
+
+def ended_overdue(present: Iterable[str], driver_exited_at: float | None, now: float, after_s: float) -> bool:
+    """NeMo RL #1019: Ray started, the driver exited, ENDED is still missing: the job idles to walltime."""
+    names = set(present)
+    return (
+        driver_exited_at is not None
+        and "STARTED_RAY_HEAD" in names
+        and "ENDED" not in names
+        and now - driver_exited_at >= after_s
+    )
 
 
 class StoreCursors:
@@ -70,6 +102,8 @@ class AttemptWatch:
     ended_at: float | None = None
     progress: dict[str, object] = field(default_factory=dict)
     unread: set[str] = field(default_factory=set)  # newly watched files, to read once from their cursor
+    driver_exited_at: float | None = None  # when the launcher said the driver exited (ENDED should follow)
+    ended_alarm: bool = False
 
     @property
     def key(self) -> tuple[str, int]:
@@ -78,6 +112,10 @@ class AttemptWatch:
     def log_dirs(self) -> list[Path]:
         """`<jobid>-logs/` and, after Slurm requeues, `<jobid>-<restart>-logs/` (NeMo RL's convention)."""
         return sorted(self.log_base.glob(f"{self.job_id}-*logs")) if self.log_base.is_dir() else []
+
+    def current_log_dir(self) -> Path | None:
+        name = newest_log_dir((d.name for d in self.log_dirs()), self.job_id)
+        return self.log_base / name if name else None
 
 
 class Monitor:
@@ -223,6 +261,8 @@ class Monitor:
                 w.rules, w.state, batch.texts, name, batch.first_line, now, prefixes=batch.prefixes
             )
             for text in batch.texts:
+                if "driver exited with code" in text and DRIVER_EXITED_RE.search(text):
+                    w.driver_exited_at = w.driver_exited_at or now
                 if "%|" in text or "it/s]" in text or "s/it]" in text:
                     bar = parse_tqdm(text)
                     if bar is not None:
@@ -279,6 +319,22 @@ class Monitor:
                     w.progress["metrics"] = merged
         return out
 
+    def check_ended(self, w: AttemptWatch, now: float, after_s: float = ENDED_OVERDUE_S) -> list[Match]:
+        """A RUNNING job whose driver exited long ago without ENDED: one line for `ended-not-written`."""
+        if w.ended_alarm or w.state.job_state is None or w.state.job_state.value != "RUNNING":
+            return []
+        current = w.current_log_dir()
+        present = [p.name for p in current.iterdir()] if current is not None and current.is_dir() else []
+        if not ended_overdue(present, w.driver_exited_at, now, after_s):
+            return []
+        w.ended_alarm = True
+        mins = (now - (w.driver_exited_at or now)) / 60
+        line = (
+            f"shepherd: ENDED not written {mins:.0f} min after the driver exited while job {w.job_id} "
+            f"is RUNNING in {current}: a node's srun likely failed and the job idles until its time limit"
+        )
+        return scan_lines(w.rules, w.state, [line], ENDED_STALL_SOURCE, 1, now)
+
     def persist_progress(self, w: AttemptWatch) -> None:
         if w.progress:
             self.store.save_progress(w.run_id, w.n, json.dumps(w.progress, default=str))
@@ -321,9 +377,9 @@ class Monitor:
         await self.dispatch(w, matches)
         if ev.state.is_terminal:
             w.ended_at = w.ended_at or self.clock()
-            acted = [d for d in self.store.decisions(run.id) if d.attempt == attempt.n and d.action != "none"]
-            if not acted:
-                await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code)
+            # Settles the run unless a decision already did (resume scheduled, gave up, completed): an
+            # alert-only match (a pending warning, say) must not leave an ended run RUNNING.
+            await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code)
 
     # ---- loops --------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -364,6 +420,7 @@ class Monitor:
                     matches = self.read_files(w, unread) if unread else []
                     matches += self.read_trainer(w)
                     matches += feed(w.rules, w.state, Tick(now))
+                    matches += self.check_ended(w, now)
                     await self.dispatch(w, matches)
                 if now - last_progress_save >= 5:
                     for w in self.watches.values():

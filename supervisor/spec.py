@@ -97,12 +97,26 @@ class ResumeSpec(_Strict):
         default=None,
         description="argv appended on resume, with {checkpoint}; null: the trainer resumes by itself",
     )
+    checkpoint_dir_arg: list[str] | None = Field(
+        default=None,
+        description="argv pointing the trainer at a staged checkpoint dir, with {checkpoint_dir}; an argv "
+        "element with the same `key=` prefix is replaced (checkpointing.checkpoint_dir={checkpoint_dir})",
+    )
 
     @field_validator("pass_checkpoint")
     @classmethod
     def _has_placeholder(cls, v: list[str] | None) -> list[str] | None:
         if v is not None and not any("{checkpoint}" in a for a in v):
             raise ValueError("must contain {checkpoint}, e.g. ['--resume-from', '{checkpoint}']")
+        return v
+
+    @field_validator("checkpoint_dir_arg")
+    @classmethod
+    def _has_dir_placeholder(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and not any("{checkpoint_dir}" in a for a in v):
+            raise ValueError(
+                "must contain {checkpoint_dir}, e.g. ['checkpointing.checkpoint_dir={checkpoint_dir}']"
+            )
         return v
 
 

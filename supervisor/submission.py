@@ -23,6 +23,7 @@ class AttemptOverrides:
     """What a resume changes relative to the spec."""
 
     checkpoint: str | None = None
+    checkpoint_dir: str | None = None  # a staged dir the trainer must read instead of the spec's (NeMo RL)
     env: Mapping[str, str] = field(default_factory=dict)
     sbatch_args: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -32,6 +33,7 @@ class AttemptOverrides:
     def from_dict(cls, d: Mapping[str, Any]) -> AttemptOverrides:
         return cls(
             checkpoint=d.get("checkpoint"),
+            checkpoint_dir=d.get("checkpoint_dir"),
             env=dict(d.get("env") or {}),
             sbatch_args=tuple(d.get("sbatch_args") or ()),
             exclude=tuple(d.get("exclude") or ()),
@@ -41,6 +43,7 @@ class AttemptOverrides:
     def to_dict(self) -> dict[str, Any]:
         return {
             "checkpoint": self.checkpoint,
+            "checkpoint_dir": self.checkpoint_dir,
             "env": dict(self.env),
             "sbatch_args": list(self.sbatch_args),
             "exclude": list(self.exclude),
@@ -55,6 +58,23 @@ def launch_script() -> Path:
 
 def base_log_dir(spec: JobSpec, run_dir: Path) -> Path:
     return spec.log_dir if spec.log_dir is not None else run_dir / "logs"
+
+
+def with_checkpoint_dir(argv: list[str], template: list[str], checkpoint_dir: str) -> list[str]:
+    """`argv` pointed at `checkpoint_dir`: a `key=` element already there is replaced, the rest appended.
+
+    Replacing keeps one value per key (Hydra-style parsers may refuse the same key twice).
+    """
+    out = list(argv)
+    for t in template:
+        arg = t.replace("{checkpoint_dir}", checkpoint_dir)
+        prefix = t.split("{checkpoint_dir}", 1)[0]
+        at = next((i for i, a in enumerate(out) if prefix.endswith("=") and a.startswith(prefix)), None)
+        if at is None:
+            out.append(arg)
+        else:
+            out[at] = arg
+    return out
 
 
 def build_submit_request(
@@ -107,6 +127,9 @@ def build_submit_request(
             *(a.replace("{checkpoint}", overrides.checkpoint) for a in spec.resume.pass_checkpoint),
         ]
 
+    if overrides.checkpoint_dir and spec.resume.checkpoint_dir_arg:
+        argv = with_checkpoint_dir(argv, spec.resume.checkpoint_dir_arg, overrides.checkpoint_dir)
+
     env: dict[str, str] = {}
     path = os.environ.get("PATH", "/usr/bin:/bin")
     if python_bin_dir is not None:
@@ -122,6 +145,10 @@ def build_submit_request(
     env["SHEPHERD_ATTEMPT"] = str(attempt)
     if overrides.checkpoint:
         env["SHEPHERD_RESUME_FROM"] = overrides.checkpoint
+    if overrides.checkpoint_dir:
+        env["SHEPHERD_CHECKPOINT_DIR"] = overrides.checkpoint_dir
+    elif spec.checkpoint is not None:
+        env["SHEPHERD_CHECKPOINT_DIR"] = str(spec.checkpoint.dir)
     if spec.container is not None:
         env["CONTAINER"] = spec.container.image
         env["MOUNTS"] = ",".join(spec.container.mounts)

@@ -1,0 +1,93 @@
+"""NeMo RL as a first-class citizen, on real Slurm: automatic resume, and `shepherd resume RUN best` staging.
+
+The stand-in driver behaves like NeMo RL (always resumes from the highest step_N in its checkpoint dir), so a
+resume from `best` only works if shepherd stages a checkpoint dir and points the job at it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.daemon import REPO, DaemonProcess
+
+pytestmark = pytest.mark.slurm
+PLAIN = REPO / "tests" / "support" / "plain.sub"
+STANDIN = REPO / "tests" / "support" / "nemo_rl_standin.py"
+
+
+@pytest.fixture(scope="module")
+def sup(tmp_path_factory: pytest.TempPathFactory, slurm_cluster: Any) -> Any:
+    root = tmp_path_factory.mktemp("nemo-rl-daemon")
+    d = DaemonProcess(root / "root", env={**slurm_cluster.env, "SHEPHERD_LAUNCH_SCRIPT": str(PLAIN)})
+    d.start()
+    yield d
+    d.stop()
+
+
+def spec(tmp: Path, name: str, *extra: str) -> tuple[Path, Path]:
+    ck = tmp / name / "results"
+    rec = tmp / name / "record.jsonl"
+    ck.mkdir(parents=True)
+    argv = ["python", str(STANDIN), f"checkpointing.checkpoint_dir={ck}", "--record", str(rec), *extra]
+    text = [
+        f"name: {name}",
+        f"command: {json.dumps(argv)}",
+        f"workdir: {tmp}",
+        "slurm: {cpus: 1, time: '00:10:00'}",
+        f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
+        "resume: {backoff_s: 0, checkpoint_dir_arg: ['checkpointing.checkpoint_dir={checkpoint_dir}']}",
+        f"shared_cache_dir: {tmp / 'shared-cache'}",
+    ]
+    path = tmp / f"{name}.yaml"
+    path.write_text("\n".join(text) + "\n")
+    return path, ck
+
+
+def records(tmp: Path, name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (tmp / name / "record.jsonl").read_text().splitlines()]
+
+
+def snapshot(ck: Path) -> dict[str, str]:
+    return {p.name: (p / "training_info.json").read_text() for p in sorted(ck.iterdir())}
+
+
+def test_hf_cache_failure_resumes_nemo_rl_from_its_newest_step(sup: DaemonProcess, tmp_path: Path) -> None:
+    path, ck = spec(tmp_path, "nrl-hf", "--fail-at", "25", "--steps", "40")
+    run = sup.submit(path)
+    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
+    assert final["state"] == "COMPLETED", sup.status(run)
+    [d] = [x for x in sup.status(run)["decisions"] if x["action"] != "none" and x["rule"] != "run-completed"]
+    assert d["rule"] == "hf-cache-not-shared" and "resuming from step_20" in d["outcome"]
+    first, second = records(tmp_path, "nrl-hf")
+    assert first["resumed_from"] == 0 and first["hf_home"] is None
+    assert second["resumed_from"] == 20 and second["checkpoint_dir"] == str(ck)
+    assert second["hf_home"] == f"{tmp_path / 'shared-cache'}/huggingface"
+    assert sorted(p.name for p in ck.iterdir()) == ["step_10", "step_20", "step_30", "step_40"]
+    assert not (tmp_path / "nrl-hf" / "results.staged").exists()  # latest: nothing staged
+
+
+def test_cli_resume_from_best_stages_it_and_leaves_newer_steps_alone(
+    sup: DaemonProcess, tmp_path: Path
+) -> None:
+    path, ck = spec(tmp_path, "nrl-best", "--fail-at", "30", "--failure", "odd", "--peak", "10")
+    run = sup.submit(path)
+    assert sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)["state"] == "FAILED"
+    before = snapshot(ck)
+    assert sorted(before) == ["step_10", "step_20", "step_30"]
+    out = sup.cli("resume", run, "best").stdout
+    assert "step_10" in out
+    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
+    assert final["state"] == "COMPLETED", sup.status(run)
+    _, second = records(tmp_path, "nrl-best")
+    staged = tmp_path / "nrl-best" / "results.staged" / run / "attempt-2"
+    assert second["resumed_from"] == 10  # best, although step_30 is newer
+    assert second["checkpoint_dir"] == second["env_checkpoint_dir"] == str(staged)
+    assert (staged / "step_10").is_symlink() and (staged / "step_10").resolve() == (ck / "step_10").resolve()
+    assert sorted(p.name for p in staged.iterdir()) == ["step_10", "step_20", "step_30", "step_40"]
+    assert snapshot(ck) == before  # the original dir: nothing deleted, nothing rewritten
+    attempt2 = sup.status(run)["attempt_list"][1]["overrides"]
+    assert attempt2["checkpoint_dir"] == str(staged)

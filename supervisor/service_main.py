@@ -48,7 +48,9 @@ class Built:
 
     async def run(self) -> None:
         reloader = Reloader(
-            [("rules", self.monitor.reload_rules)], alert=self._alert, notifier=self.daemon.sd
+            [("rules", self.monitor.reload_rules), ("settings", self.reload_settings)],
+            alert=self._alert,
+            notifier=self.daemon.sd,
         )
 
         async def watch_rules() -> None:
@@ -62,6 +64,24 @@ class Built:
                 await reloader.reload_now("rules file changed")
 
         await self.daemon.run(extra_tasks=[*self.tasks, reloader.run, watch_rules])
+
+    def reload_settings(self) -> None:
+        """Re-read shepherd.toml and SHEPHERD_* env; what can change live is applied, the rest needs a restart.
+
+        Live: Slurm cadences, timeouts and grace periods, the log polling interval, rules folders.
+        A file that does not validate raises before anything is swapped, so the old settings stay.
+        """
+        from supervisor.settings import load_settings
+
+        current = self.daemon.settings
+        fresh = load_settings(current.root)
+        current.slurm = fresh.slurm
+        current.watch = fresh.watch
+        current.rules_dirs = fresh.rules_dirs
+        self.daemon.slurm.timeout_s = fresh.slurm.command_timeout_s
+        self.monitor.changes.poll_interval_s = fresh.watch.poll_interval_s
+        if fresh.slack != current.slack:
+            log.warning("slack settings changed: they take effect at the next restart")
 
     def _alert(self, text: str) -> None:
         self.daemon.sink.publish(

@@ -69,7 +69,15 @@ def decisions(sup: DaemonProcess, run: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("kind", "rule"),
-    [("cuda-oom", "cuda-oom"), ("nccl", "nccl-error"), ("preempted", "slurm-preempted")],
+    [
+        ("cuda-oom", "cuda-oom"),
+        ("nccl", "nccl-error"),
+        ("preempted", "slurm-preempted"),
+        ("host-oom", "host-oom"),
+        ("actor-died", "ray-actor-died"),
+        ("ray-startup", "ray-startup-failed"),
+        ("vllm-dead", "vllm-engine-dead"),
+    ],
 )
 def test_a_retryable_failure_is_resumed_from_the_newest_checkpoint(
     sup: DaemonProcess, tmp_path: Path, kind: str, rule: str
@@ -160,11 +168,14 @@ def test_a_stall_is_detected_while_the_job_keeps_running(sup: DaemonProcess, tmp
     assert first["slurm_state"] == "CANCELLED"
 
 
-def test_node_failure_resumes_excluding_the_node(sup: DaemonProcess, tmp_path: Path) -> None:
-    run = sup.submit(spec(tmp_path, "r-node", "node-failure"))
+@pytest.mark.parametrize(("kind", "rule"), [("node-failure", "node-failure"), ("ecc", "cuda-hardware-error")])
+def test_a_failing_node_is_excluded_from_the_resume(
+    sup: DaemonProcess, tmp_path: Path, kind: str, rule: str
+) -> None:
+    run = sup.submit(spec(tmp_path, "r-node", kind))
     final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
     [d] = decisions(sup, run)
-    assert d["rule"] == "node-failure" and "--exclude=node1" in d["outcome"]
+    assert d["rule"] == rule and "--exclude=node1" in d["outcome"]
     assert final["attempts"] == 2
     assert sup.status(run)["attempt_list"][1]["overrides"]["exclude"] == ["node1"]
     # The dev cluster has one node: Slurm refuses a job that excludes it, and the run says so.
@@ -200,3 +211,15 @@ def test_a_limit_pending_reason_fires_after_its_duration(sup: DaemonProcess, tmp
         d["evidence"]
     )
     sup.cli("cancel", run)
+
+
+def test_a_real_time_limit_resumes_the_chain(sup: DaemonProcess, tmp_path: Path) -> None:
+    # Slurm's own TIMEOUT (a 1-minute limit is enforced after ~80 s on the dev cluster).
+    path = spec(tmp_path, "r-time", "harmless", "--sleep", "300")
+    path.write_text(path.read_text().replace("time: '00:10:00'", "time: '1'"))
+    run = sup.submit(path)
+    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=240)
+    assert final["state"] == "COMPLETED", sup.status(run)
+    [d] = decisions(sup, run)
+    assert d["rule"] == "slurm-time-limit" and "resuming from step_10" in d["outcome"]
+    assert sup.status(run)["attempt_list"][0]["slurm_state"] == "TIMEOUT"

@@ -44,6 +44,24 @@ SIGNATURES = {
     "node-failure": [
         "slurmstepd: error: *** JOB {job} ON node1 CANCELLED AT 2026-11-21T03:12:44 DUE TO NODE FAILURE ***"
     ],
+    "host-oom": [
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+        "Memory on the node (IP: 10.0.0.4, ID: 7f3a) where the task (actor ID: 1, name=Policy.__init__, pid=9) was running was 237.01GB / 240.00GB (0.98), which exceeds the memory usage threshold of 0.95.",
+    ],
+    "actor-died": [
+        "(raylet) ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+        "\tclass_name: VllmGenerationWorker",
+        "\tThe actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2.",
+    ],
+    "ray-startup": [
+        "[2026-11-21 10:00:01,000 E 1234 1234] gcs_rpc_client.h:179: Failed to connect to GCS at address 10.0.0.1:6379 within 60 seconds.",
+    ],
+    "vllm-dead": [
+        "(VllmGenerationWorker pid=9, ip=10.0.0.5) ERROR 11-21 10:00:01 [async_llm.py:420] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+    ],
+    "ecc": [
+        "[rank2]:[E ProcessGroupNCCL.cpp:1025] [Rank 2] NCCL watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered",
+    ],
     "harmless": [
         "NCCL INFO NET/IB : No device found.",
         "WARNING: the out-of-memory error handler is installed",
@@ -88,7 +106,7 @@ def main() -> int:
             print(f"Collecting rollouts: {i * 25}%|##   | {i * 16}/64 [00:0{i}<00:03, 16.0it/s]", flush=True)
             time.sleep(0.2)
         time.sleep(3600)
-    if args.sleep:
+    if args.sleep and (attempt == 1 or args.always):
         time.sleep(args.sleep)
     if attempt > 1 and not args.always:
         print("training finished", flush=True)

@@ -53,3 +53,20 @@ def test_a_bad_rules_file_keeps_the_old_rules_and_alerts(tmp_path: Path) -> None
     rules.write_text(GOOD.replace("MyOOM", "TheirOOM"))
     assert anyio.run(reloader.reload_now, "test").all_ok
     assert built.monitor.ruleset_for(spec) is not before
+
+
+def test_settings_reload_applies_new_cadences_and_keeps_the_old_on_a_bad_file(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    toml = root / "shepherd.toml"
+    toml.write_text("[slurm]\npoll_interval_s = 3.0\n")
+    built = build(Settings(root=root))
+    toml.write_text("[slurm]\npoll_interval_s = 7.5\n[watch]\npoll_interval_s = 0.5\n")
+    built.reload_settings()
+    assert built.daemon.settings.slurm.poll_interval_s == 7.5
+    assert built.monitor.changes.poll_interval_s == 0.5
+
+    toml.write_text("[slurm]\npoll_interval_s = 'soon'\n")
+    reloader = Reloader([("settings", built.reload_settings)], alert=built._alert)
+    assert not anyio.run(reloader.reload_now, "test").all_ok
+    assert built.daemon.settings.slurm.poll_interval_s == 7.5  # the old settings stay in force

@@ -66,7 +66,7 @@ class Built:
         await self.daemon.run(extra_tasks=[*self.tasks, reloader.run, watch_rules])
 
     def reload_settings(self) -> None:
-        """Re-read shepherd.toml and SHEPHERD_* env; what can change live is applied, the rest needs a restart.
+        """Re-read shepherd.toml and SHEPHERD_* env; what can change live is applied, the rest at restart.
 
         Live: Slurm cadences, timeouts and grace periods, the log polling interval, rules folders.
         A file that does not validate raises before anything is swapped, so the old settings stay.

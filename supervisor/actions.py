@@ -458,8 +458,9 @@ class Actions:
                 alert_text=alert_text,
             )
         exclude = set(prev.exclude)
-        if action.exclude_node and m.node:
-            exclude.add(m.node)
+        node = await self._failing_node(m, attempt) if action.exclude_node else None
+        if node:
+            exclude.add(node)
         overrides = AttemptOverrides(
             checkpoint=ckpt,
             checkpoint_dir=staging.trainer_dir(spec.checkpoint.dir, ckpt) if spec.checkpoint else None,
@@ -471,8 +472,8 @@ class Actions:
         stopped = await self._stop_job(attempt)
         at = max(decision.at, self.clock())
         changes = [f"{k}={v}" for k, v in env.items()]
-        if action.exclude_node and m.node:
-            changes.append(f"--exclude={m.node}")
+        if node:
+            changes.append(f"--exclude={node}")
         changes += list(action.sbatch_args)
         what = f"resuming from {Path(ckpt).name}" if ckpt else f"resuming without a checkpoint ({why})"
         detail = f"{what} in {max(0.0, at - self.clock()):.0f}s; {decision.reason}" + (
@@ -548,6 +549,28 @@ class Actions:
             return f"held job {attempt.job_id}"
         return "hold skipped: the job is not pending"
 
+    async def _failing_node(self, m: Match, attempt: AttemptRow) -> str | None:
+        """The node to exclude: named by the evidence, else the job's only node (asking Slurm if need be)."""
+        if m.node and not _looks_like_ip(m.node):
+            return m.node
+        nodes = (self.store.get_attempt(attempt.run_id, attempt.n) or attempt).nodes or ""
+        if not nodes and attempt.job_id:
+            try:
+                nodes = await self.daemon.slurm.job_nodes(attempt.job_id)
+            except SlurmError as exc:
+                log.warning("could not ask Slurm for the job's nodes", job_id=attempt.job_id, error=str(exc))
+        if nodes and "," not in nodes and "[" not in nodes:
+            return nodes
+        return m.node  # an address or nothing: better than excluding the wrong node
+
+    def _decided(self, run_id: str, n: int) -> bool:
+        """Whether a decision that changes the run's course (not a mere alert) exists for attempt n."""
+        steering = ("resume", "give_up", "cancel", "hold")
+        return any(
+            d.attempt == n and any(a in d.action.split(",") for a in steering)
+            for d in self.store.decisions(run_id)
+        )
+
     async def on_unmatched_end(
         self, run: RunRow, attempt: AttemptRow, state: JobState, exit_code: int | None
     ) -> None:
@@ -557,6 +580,8 @@ class Actions:
             return
         if attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
             return
+        if self._decided(run.id, attempt.n):
+            return  # a rule already decided this attempt's fate (perhaps still carrying it out)
         if state == JobState.COMPLETED:
             self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
             self.notify(RunEvent(run.id, "completed", f"{run.id} completed", level="info"))
@@ -601,3 +626,9 @@ class Actions:
             )
         alert = RunEvent(run.id, "alert", f"{run.id}: {reason}", level="error", needs_human=True)
         self._commit(decision_id, outcome, [lambda: self.notify(alert)])
+
+
+def _looks_like_ip(name: str) -> bool:
+    """Ray's `ip=` names an address; sbatch --exclude wants a node name."""
+    parts = name.split(".")
+    return len(parts) == 4 and all(p.isdigit() for p in parts)

@@ -165,6 +165,14 @@ class SlurmClient:
             log.warning("sacct line not understood", line_no=p.line_no, line=p.line[:200], reason=p.reason)
         return jobs
 
+    async def job_nodes(self, job_id: str) -> str:
+        """The node list of one job (rare: only when evidence must name the node to exclude)."""
+        argv = [self._exe("squeue"), "-h", "-j", job_id, "-o", "%N"]
+        proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        return proc.stdout.decode(errors="replace").strip()
+
     async def cancel(self, job_id: str, *, signal: str | None = None) -> None:
         argv = [self._exe("scancel"), *(["--signal", signal] if signal else []), job_id]
         proc = await self._run(argv)

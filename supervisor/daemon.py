@@ -253,21 +253,34 @@ class Daemon:
 
     # ---- submission ------------------------------------------------------------------------------------
     async def scheduler_loop(self) -> None:
+        last_adopt = self.clock()
         while True:
             self.beat("scheduler")
-            now = self.clock()
-            wait = 5.0
-            for run in self.store.list_runs(include_final=False):
-                due = run.state == RunState.QUEUED or (
-                    run.state == RunState.BACKOFF and (run.next_action_at or 0) <= now
-                )
-                if due and not run.held and not self._previous_attempt_alive(run):
-                    await self.submit_attempt(run)
-                elif run.state == RunState.BACKOFF and run.next_action_at:
-                    wait = min(wait, max(0.05, run.next_action_at - now))
+            try:
+                wait = await self.schedule_once()
+                if self.clock() - last_adopt > 60:
+                    self.adopt_orphans()  # a claim whose row could not be written (disk full, locked)
+                    last_adopt = self.clock()
+            except Exception:  # the store is full or locked, say: say so, keep going, retry
+                log.exception("scheduling failed; retrying")
+                wait = 5.0
             with anyio.move_on_after(wait):
                 await self._wake_scheduler.wait()
             self._wake_scheduler = anyio.Event()
+
+    async def schedule_once(self) -> float:
+        """Submit every due run; returns how long until the next one is due (at most 5 s)."""
+        now = self.clock()
+        wait = 5.0
+        for run in self.store.list_runs(include_final=False):
+            due = run.state == RunState.QUEUED or (
+                run.state == RunState.BACKOFF and (run.next_action_at or 0) <= now
+            )
+            if due and not run.held and not self._previous_attempt_alive(run):
+                await self.submit_attempt(run)
+            elif run.state == RunState.BACKOFF and run.next_action_at:
+                wait = min(wait, max(0.05, run.next_action_at - now))
+        return wait
 
     def _previous_attempt_alive(self, run: RunRow) -> bool:
         """A resume waits until Slurm confirms the previous job is gone (we may have just scancelled it)."""
@@ -388,8 +401,13 @@ class Daemon:
     async def poll_loop(self) -> None:
         while True:
             self.beat("poller")
-            await self.poll_once()
-            with anyio.move_on_after(self.poll_interval()):
+            try:
+                await self.poll_once()
+                interval = self.poll_interval()
+            except Exception:  # a store error must not end supervision: say so and look again soon
+                log.exception("poll failed; retrying")
+                interval = self.settings.slurm.poll_interval_s
+            with anyio.move_on_after(interval):
                 await self._wake_poller.wait()
                 await anyio.sleep(0.2)  # let a burst of submissions land in one poll
             self._wake_poller = anyio.Event()

@@ -101,9 +101,11 @@ def reconcile(
             # sacct has the exit code; keep squeue's view of the state if sacct still lags.
             updates.append(AttemptUpdate(a.run_id, a.n, UpdateKind.ENDED, done))
         elif obs is not None:
-            # Terminal in squeue but not yet in sacct: wait a little for the exit code, then settle.
+            # Terminal in squeue but not yet in sacct: wait a little for the exit code, then settle on
+            # squeue's word (a confirmed state), even if sacct is down (slurmdbd outage): only the exit
+            # code is missing then.
             first = a.unknown_since or now
-            if sacct is not None and now - first >= terminal_wait_s:
+            if now - first >= terminal_wait_s:
                 updates.append(AttemptUpdate(a.run_id, a.n, UpdateKind.ENDED, obs))
             else:
                 updates.append(AttemptUpdate(a.run_id, a.n, UpdateKind.OBSERVED, obs, missing_since=first))

@@ -167,7 +167,7 @@ class SlurmClient:
 
     async def job_nodes(self, job_id: str) -> str:
         """The node list of one job (rare: only when evidence must name the node to exclude)."""
-        argv = [self._exe("squeue"), "-h", "-j", job_id, "-o", "%N"]
+        argv = [self._exe("squeue"), "-h", "-t", "all", "-j", job_id, "-o", "%N"]
         proc = await self._run(argv)
         if proc.returncode != 0:
             raise self._fail(argv, proc)

@@ -110,3 +110,32 @@ def test_slurmctld_outage_marks_nothing_failed_and_tracking_resumes(
         slurm_cluster.ctld_start()
     assert daemon.wait_state(run, "COMPLETED", timeout=120)["attempts"] == 1
     assert "cannot see slurm" in daemon.log_text()
+
+
+def test_slurmctld_sigkill_loses_nothing_of_ours_and_a_reused_job_id_is_not_confused(
+    tmp_path: Path, slurm_cluster: Any
+) -> None:
+    """slurmctld killed right after a submission may forget that job and hand its id to the next one."""
+    d = DaemonProcess(tmp_path / "root", env={**slurm_cluster.env, "SHEPHERD_SLURM__UNKNOWN_GRACE_S": "10"})
+    d.start()
+    try:
+        later = d.submit(
+            write_spec(tmp_path / "b.yaml", "maybe-lost", '["sleep", "2"]', extra_args='["--begin=now+3600"]')
+        )
+        job_b = wait_for(lambda: d.status(later).get("slurm_job_id"), 60, what="b submitted")
+        slurm_cluster.ctld_stop(kill=True)
+        slurm_cluster.ctld_start()
+        after = d.submit(write_spec(tmp_path / "c.yaml", "after-crash", '["sleep", "2"]'))
+        c = d.wait_state(after, {"COMPLETED", "FAILED", "LOST"}, timeout=120)
+        assert c["state"] == "COMPLETED" and c["attempts"] == 1
+        still_there = f"shep-{later}-a1" in squeue_names(slurm_cluster.env)
+        if still_there:
+            b = d.status(later)
+            assert b["state"] == "PENDING" and b["slurm_job_id"] == job_b
+        else:  # Slurm forgot b's job: after the grace period b says so; it never takes c's job for its own
+            b = d.wait_state(later, {"LOST", "FAILED", "COMPLETED"}, timeout=60)
+            assert b["state"] == "LOST" and "vanished" in b["reason"]
+        assert b["attempts"] == 1
+        d.cli("cancel", later, check=False)
+    finally:
+        d.stop()

@@ -81,6 +81,15 @@ def test_terminal_in_squeue_waits_briefly_for_sacct_then_settles() -> None:
     assert settle.kind is UpdateKind.ENDED
 
 
+def test_a_terminal_state_in_squeue_settles_even_while_sacct_is_down() -> None:
+    [wait] = reconcile([attempt()], [obs("10", JobState.COMPLETED)], None, now=100, grace_s=600)
+    assert wait.kind is UpdateKind.OBSERVED
+    [settle] = reconcile(
+        [attempt(unknown_since=100)], [obs("10", JobState.COMPLETED)], None, now=131, grace_s=600
+    )
+    assert settle.kind is UpdateKind.ENDED and settle.obs is not None and settle.obs.exit_code is None
+
+
 def test_an_intent_is_found_by_tag_or_proven_never_submitted() -> None:
     intent = attempt(state=AttemptState.INTENT, job_id=None)
     [found] = reconcile([intent], [obs("11", JobState.PENDING)], [], now=5, grace_s=60)

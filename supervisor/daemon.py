@@ -399,11 +399,21 @@ class Daemon:
         return s.steady_poll_interval_s
 
     async def poll_loop(self) -> None:
+        failures = 0
         while True:
             self.beat("poller")
             try:
-                await self.poll_once()
+                seen = await self.poll_once()
+                # Slurm not answering: back off (doubling, up to the steady cadence) so a struggling
+                # controller is not hammered; the first success returns to the normal cadence.
+                failures = 0 if seen else failures + 1
                 interval = self.poll_interval()
+                if failures:
+                    s = self.settings.slurm
+                    interval = min(
+                        s.poll_interval_s * 2 ** (failures - 1),
+                        max(s.steady_poll_interval_s, s.poll_interval_s),
+                    )
             except Exception:  # a store error must not end supervision: say so and look again soon
                 log.exception("poll failed; retrying")
                 interval = self.settings.slurm.poll_interval_s

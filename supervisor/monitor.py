@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 DRAIN_AFTER_END_S = 15.0  # keep reading an ended attempt's files this long: the last lines land late
+REFRESH_EVERY_S = 10.0
 ENDED_OVERDUE_S = 600.0  # the launcher's cleanup takes seconds; ten minutes without ENDED is a hang
 DRIVER_EXITED_RE = re.compile(r"driver exited with code (-?\d+)")  # ray.sub's own line, in slurm-<jobid>.out
 ENDED_STALL_SOURCE = "shepherd-monitor"
@@ -100,6 +101,7 @@ class AttemptWatch:
     status: StatusReader | None = None
     metrics: MetricsReader | None = None
     ended_at: float | None = None
+    refreshed_at: float = 0.0
     progress: dict[str, object] = field(default_factory=dict)
     unread: set[str] = field(default_factory=set)  # newly watched files, to read once from their cursor
     driver_exited_at: float | None = None  # when the launcher said the driver exited (ENDED should follow)
@@ -178,6 +180,7 @@ class Monitor:
         return w
 
     def _refresh_files(self, w: AttemptWatch) -> None:
+        w.refreshed_at = self.clock()
         wanted = {str(w.log_base / f"slurm-{w.job_id}.out")}
         for d in w.log_dirs():
             wanted |= {str(p) for p in d.glob("ray-*.log")}
@@ -216,8 +219,11 @@ class Monitor:
             if run is None:
                 continue
             open_keys.add((a.run_id, a.n))
+            known = (a.run_id, a.n) in self.watches
             w = self.watch_for(run, a)
-            if w is not None:
+            # New log files usually announce themselves as change events; the periodic re-listing is a
+            # safety net, kept rare because on Lustre/GPFS every listing is metadata-server load.
+            if w is not None and known and now - w.refreshed_at >= REFRESH_EVERY_S:
                 self._refresh_files(w)
         for key, w in list(self.watches.items()):
             if key not in open_keys:

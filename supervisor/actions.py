@@ -229,7 +229,7 @@ class Actions:
             },
         }
         if m.followup:
-            self.store.record_decision(
+            followup_id = self.store.record_decision(
                 run.id,
                 attempt.n,
                 rule=m.rule,
@@ -238,6 +238,16 @@ class Actions:
                 reason=f"part of the {m.followup_of} incident",
                 evidence=evidence,
             )
+            if followup_id is not None:  # once per signature; Slack folds it into the parent's incident
+                related = RunEvent(
+                    run.id,
+                    "related",
+                    f"{m.rule}: {m.reason}",
+                    level="warning",
+                    rule=m.rule,
+                    fields={"parent": m.inhibited_by} if m.inhibited_by else {},
+                )
+                self.notify(related)
             return
         decision_id = self.store.record_decision(
             run.id,

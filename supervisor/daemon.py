@@ -490,7 +490,7 @@ class Daemon:
                 self.sink.publish(
                     RunEvent(
                         DAEMON_THREAD,
-                        "alert",
+                        "recovered",
                         f"shepherd sees Slurm again after {int(blind_for)} s",
                         level="info",
                         fields={"name": "shepherd daemon"},

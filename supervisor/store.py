@@ -199,6 +199,12 @@ def _slack_schema() -> str:
     return SLACK_SCHEMA_SQL
 
 
+def _slack_incidents_schema() -> str:
+    from supervisor.slack.schema import SLACK_INCIDENTS_SQL
+
+    return SLACK_INCIDENTS_SQL
+
+
 _PROGRESS_SCHEMA = """
 CREATE TABLE progress (
     run_id TEXT PRIMARY KEY,
@@ -209,7 +215,12 @@ CREATE TABLE progress (
 """
 
 # Each entry moves the schema from version i to i+1. Never edit a released entry: append.
-MIGRATIONS: list[Callable[[], str]] = [lambda: _CORE_SCHEMA, _slack_schema, lambda: _PROGRESS_SCHEMA]
+MIGRATIONS: list[Callable[[], str]] = [
+    lambda: _CORE_SCHEMA,
+    _slack_schema,
+    lambda: _PROGRESS_SCHEMA,
+    _slack_incidents_schema,
+]
 
 
 class StoreError(Exception):

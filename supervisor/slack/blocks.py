@@ -170,3 +170,49 @@ def acted(original_blocks: Sequence[Block], note: str) -> list[Block]:
     """The alert after a button was used: buttons gone, who did it appended (`note`: pre-escaped mrkdwn)."""
     kept = [b for b in original_blocks if b.get("type") != "actions"]
     return [*kept, _context(note)]
+
+
+def with_related(blocks: Sequence[Block], lines: Sequence[str], count: int) -> list[Block]:
+    """An incident's first message: its headline event plus the related events grouped into it."""
+    if not lines:
+        return list(blocks)
+    body = f"*Grouped with {count} related event(s):*\n" + "\n".join(f"• {escape(x)}" for x in lines)
+    out = list(blocks)
+    at = len(out) - 1 if out and out[-1].get("type") == "context" else len(out)
+    out.insert(at, _section(body))
+    return out
+
+
+def incident_update(
+    run_name: str, run_id: str, headline: str, lines: Sequence[str], count: int, total: int
+) -> tuple[str, list[Block]]:
+    """What an open incident gathered since its last message (one per group interval at most)."""
+    summary = f"{count} more related event(s) ({total} in this incident)"
+    body = f":heavy_plus_sign: *{escape(summary)}*\n_{escape(clip(headline, 300))}_\n" + "\n".join(
+        f"• {escape(x)}" for x in lines
+    )
+    blocks = [_section(body), _context(f"`{escape(run_id)}` · incident update")]
+    return clip(escape(f"{run_name}: {summary}"), FALLBACK_MAX), blocks
+
+
+def incident_repeat(
+    run_name: str, run_id: str, headline: str, open_for: str, total: int
+) -> tuple[str, list[Block]]:
+    """A reminder that an incident needing a human is still firing."""
+    summary = f"Still needs a human after {open_for}: {headline}"
+    body = (
+        f":bell: *{escape(clip(summary, 500))}*\n{total} event(s) so far · `shepherd status {escape(run_id)}`"
+    )
+    blocks = [_section(body), action_buttons(run_id), _context(f"`{escape(run_id)}` · incident repeat")]
+    return clip(escape(f"{run_name}: {summary}"), FALLBACK_MAX), blocks
+
+
+def incident_resolved(
+    run_name: str, run_id: str, headline: str, why: str, open_for: str, total: int
+) -> tuple[str, list[Block]]:
+    """Closes an incident: what it was, what ended it, how long it lasted."""
+    summary = f"Resolved: {headline}"
+    body = f":white_check_mark: *{escape(clip(summary, 500))}*\n{escape(why)}"
+    body += f" · open {open_for}, {total} event(s)"
+    blocks = [_section(body), _context(f"`{escape(run_id)}` · incident resolved")]
+    return clip(escape(f"{run_name}: {summary} ({why})"), FALLBACK_MAX), blocks

@@ -16,6 +16,10 @@ message carries `metadata={event_type: shepherd_outbox, key: <db-instance>:<id>}
 and the sender searches the thread/channel history for it (needs `channels:history`;
 without the scope, or for file uploads and webhooks, it resends: at-least-once).
 
+Incidents (incidents.py): a run's alerts are grouped, Alertmanager-style, into one message per
+incident (after a short group wait), bounded updates, reminders while it needs a human, and a
+resolution message.
+
 Flood bound (per run, fixed windows of `rate_window_s`, default 60 s): at most
 `max_messages_per_run` (default 5) event messages; the rest are counted and posted
 as one digest when the window ends. Identical events within `dedupe_window_s` are
@@ -50,6 +54,7 @@ import structlog
 
 from supervisor.redact import redact
 from supervisor.slack import blocks as bk
+from supervisor.slack import incidents as inc_
 from supervisor.slack.settings import LEVELS, SlackSettings
 from supervisor.slack.transport import Blocked, DeliveryError, Permanent, Retry, Transport, classify
 
@@ -126,8 +131,16 @@ class Notifier:
         clock: Callable[[], float] = time.time,
         extra_secrets: Iterable[str] = (),
         on_enqueue: Callable[[], None] | None = None,
+        run_state: Callable[[str], str | None] | None = None,
     ) -> None:
         self.db = db
+        self.run_state = run_state  # the store's state of a run: an ended run's incident resolves
+        self.timing = inc_.Timing(
+            group_wait_s=settings.group_wait_s,
+            group_interval_s=settings.group_interval_s,
+            repeat_interval_s=settings.repeat_interval_s,
+            resolve_after_s=settings.resolve_after_s,
+        )
         self.settings = settings
         self.clock = clock
         self.extra_secrets = tuple(extra_secrets) + tuple(settings.secrets())
@@ -179,8 +192,13 @@ class Notifier:
         rule: str | None = None,
         dedupe_key: str | None = None,
         actor: str | None = None,
+        parent: str | None = None,
     ) -> int | None:
-        """One event in the run's thread; flood-bounded, deduped, silenced and level-filtered."""
+        """One event in the run's thread; grouped into incidents, flood-bounded, silenced, level-filtered.
+
+        Returns the outbox id of the message queued for it, or None when it was held back or folded
+        into an incident (whose message goes out later, see incidents.py).
+        """
         now = self.clock()
         thread = self.thread(run_id) or self._implicit_thread(run_id)
         if thread is None:
@@ -190,30 +208,119 @@ class Notifier:
         if self.silenced(run_id, rule, now) and kind not in UNBOUNDED_KINDS:
             log.info("slack_silenced", run_id=run_id, kind=kind, rule=rule)
             return None
-        key = dedupe_key or hashlib.sha1(f"{kind}\0{title}\0{text}".encode()).hexdigest()
-        msg_text, blocks = bk.event(
-            thread.run_name,
-            run_id,
-            kind,
-            title,
-            text,
-            level,
-            excerpt,
-            buttons,
-            self.settings.excerpt_chars,
-            actor,
-        )
+        headline = {
+            "kind": kind,
+            "title": title,
+            "text": text,
+            "level": level,
+            "excerpt": excerpt,
+            "buttons": buttons,
+            "needs_human": needs_human,
+            "rule": rule,
+            "actor": actor,
+        }
+        oid: int | None = None
         with transaction(self.db) as db:
             self._roll_window(db, thread, now)
-            if kind not in UNBOUNDED_KINDS:
-                if self._duplicate(db, run_id, key, now, title) or not self._take_slot(db, run_id, title):
-                    return None
-            oid = self._insert(db, thread.channel, run_id, "post", {"text": msg_text, "blocks": blocks})
-            if needs_human and not self._duplicate(db, run_id, "__broadcast__", now, None):
-                line = {"text": bk.broadcast_line(thread.run_name, title)}
-                self._insert(db, thread.channel, run_id, "post", line, in_thread=False)
+            inc = self._open_incident(db, run_id)
+            if kind in inc_.GROUPED_KINDS:
+                item = inc_.entry(kind, title, rule=rule, level=level, parent=parent, needs_human=needs_human)
+                if inc is None:
+                    inc = self._new_incident(db, run_id, headline, now, now + self.timing.group_wait_s)
+                    if self.timing.group_wait_s <= 0:
+                        oid = self._post_incident(db, thread, inc, now)
+                else:
+                    inc.pending.append(item)
+                    inc.events += 1
+                    inc.recovering_since = None  # the trouble goes on
+                    self._save_incident(db, inc)
+            elif kind in inc_.ACTING_KINDS and (inc is None or inc.message_id is None):
+                if inc is None:
+                    inc = self._new_incident(db, run_id, headline, now, now)
+                else:  # the decision becomes the headline; the alerts it waited on are grouped under it
+                    old = inc.headline
+                    inc.pending.insert(
+                        0,
+                        inc_.entry(
+                            str(old["kind"]),
+                            str(old["title"]),
+                            rule=old.get("rule"),
+                            level=str(old["level"]),
+                            needs_human=bool(old.get("needs_human")),
+                        ),
+                    )
+                    inc.headline = headline
+                    inc.events += 1
+                oid = self._post_incident(db, thread, inc, now)
+            else:
+                if inc is not None and inc.message_id is None:
+                    # the group wait ends early, so the thread stays in order
+                    self._post_incident(db, thread, inc, now)
+                oid = self._post_event(db, thread, headline, now, dedupe_key)
+                if inc is not None:
+                    if kind in inc_.ACTING_KINDS:
+                        inc.events += 1
+                        inc.recovering_since = None
+                        self._save_incident(db, inc)
+                    elif kind in inc_.RESOLVE_NOW_KINDS:
+                        self._resolve_incident(db, thread, inc, title, now)
+                    elif kind in inc_.RESOLVE_STABLE_KINDS:
+                        inc.recovering_since = now
+                        self._save_incident(db, inc)
         self._wake()
         return oid
+
+    def flush_incidents(self) -> int:
+        """Carry out what each open incident needs now (first message, update, repeat, resolution)."""
+        now = self.clock()
+        rows = self.db.execute("SELECT run_id FROM slack_incidents WHERE resolved_at IS NULL").fetchall()
+        n = 0
+        for row in rows:
+            run_id = str(row[0])
+            try:
+                state = self.run_state(run_id) if self.run_state is not None else None
+            except Exception:
+                log.exception("slack_run_state_failed", run_id=run_id)
+                state = None
+            with transaction(self.db) as db:
+                inc = self._open_incident(db, run_id)
+                thread = self.thread(run_id)
+                if inc is None or thread is None:
+                    continue
+                step = inc_.next_step(inc, now, self.timing, state)
+                if step == "open":
+                    self._post_incident(db, thread, inc, now)
+                    if state in inc_.ENDED_RUN_STATES:
+                        self._resolve_incident(db, thread, inc, f"the run is {state.lower()}", now)
+                elif step == "update":
+                    self._post_update(db, thread, inc, now)
+                elif step == "repeat":
+                    self._post_repeat(db, thread, inc, now)
+                elif step == "resolve":
+                    why = (
+                        f"the run is {state.lower()}"
+                        if state in inc_.ENDED_RUN_STATES
+                        else f"running again for {inc_.duration(now - (inc.recovering_since or now))}"
+                    )
+                    self._resolve_incident(db, thread, inc, why, now)
+                else:
+                    continue
+                n += 1
+        if n:
+            self._wake()
+        return n
+
+    def incidents(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """Open incidents (for `shepherd status` and tests): run, headline, events, since."""
+        sql = "SELECT run_id, headline, events, opened_at FROM slack_incidents WHERE resolved_at IS NULL"
+        args: tuple[Any, ...] = ()
+        if run_id is not None:
+            sql += " AND run_id = ?"
+            args = (run_id,)
+        return [
+            {"run_id": r[0], "title": json.loads(r[1])["title"], "events": int(r[2]), "since": float(r[3])}
+            for r in self.db.execute(sql, args).fetchall()
+        ]
 
     def upload_plot(self, run_id: str, png_path: Path, title: str) -> int | None:
         """Queue the picture itself (bytes in the outbox), so it survives the file being cleaned up."""
@@ -355,6 +462,159 @@ class Notifier:
             )
         return oid
 
+    def _post_event(
+        self,
+        db: sqlite3.Connection,
+        thread: Thread,
+        ev: dict[str, Any],
+        now: float,
+        dedupe_key: str | None = None,
+    ) -> int | None:
+        """An event as its own thread message, inside the flood bound unless its kind is unbounded."""
+        kind, title, text = str(ev["kind"]), str(ev["title"]), str(ev.get("text") or "")
+        key = dedupe_key or hashlib.sha1(f"{kind}\0{title}\0{text}".encode()).hexdigest()
+        if kind not in UNBOUNDED_KINDS:
+            if self._duplicate(db, thread.run_id, key, now, title) or not self._take_slot(
+                db, thread.run_id, title
+            ):
+                return None
+        msg_text, blocks = self._event_blocks(thread, ev)
+        oid = self._insert(db, thread.channel, thread.run_id, "post", {"text": msg_text, "blocks": blocks})
+        if ev.get("needs_human"):
+            self._broadcast(db, thread, title, now)
+        return oid
+
+    def _event_blocks(self, thread: Thread, ev: dict[str, Any]) -> tuple[str, list[bk.Block]]:
+        return bk.event(
+            thread.run_name,
+            thread.run_id,
+            str(ev["kind"]),
+            str(ev["title"]),
+            str(ev.get("text") or ""),
+            str(ev.get("level") or "info"),
+            ev.get("excerpt"),
+            bool(ev.get("buttons")),
+            self.settings.excerpt_chars,
+            ev.get("actor"),
+        )
+
+    def _broadcast(self, db: sqlite3.Connection, thread: Thread, title: str, now: float) -> None:
+        """The one channel line for a run that needs a human (once per dedupe window)."""
+        if not self._duplicate(db, thread.run_id, "__broadcast__", now, None):
+            line = {"text": bk.broadcast_line(thread.run_name, title)}
+            self._insert(db, thread.channel, thread.run_id, "post", line, in_thread=False)
+
+    # -- incidents (supervisor/slack/incidents.py) -------------------------------------------------
+
+    def _open_incident(self, db: sqlite3.Connection, run_id: str) -> inc_.Incident | None:
+        r = db.execute(
+            "SELECT id, run_id, opened_at, flush_at, headline, message_id, events, pending, last_update_at,"
+            " last_notice_at, recovering_since FROM slack_incidents WHERE run_id = ? AND resolved_at IS NULL",
+            (run_id,),
+        ).fetchone()
+        if r is None:
+            return None
+        return inc_.Incident(
+            id=int(r[0]),
+            run_id=str(r[1]),
+            opened_at=float(r[2]),
+            flush_at=float(r[3]),
+            headline=json.loads(r[4]),
+            message_id=r[5],
+            events=int(r[6]),
+            pending=json.loads(r[7]),
+            last_update_at=r[8],
+            last_notice_at=r[9],
+            recovering_since=r[10],
+        )
+
+    def _new_incident(
+        self, db: sqlite3.Connection, run_id: str, headline: dict[str, Any], now: float, flush_at: float
+    ) -> inc_.Incident:
+        cur = db.execute(
+            "INSERT INTO slack_incidents(run_id, opened_at, flush_at, headline) VALUES (?, ?, ?, ?)",
+            (run_id, now, flush_at, json.dumps(headline)),
+        )
+        return inc_.Incident(int(cur.lastrowid or 0), run_id, now, flush_at, headline)
+
+    def _save_incident(self, db: sqlite3.Connection, inc: inc_.Incident) -> None:
+        db.execute(
+            "UPDATE slack_incidents SET headline = ?, message_id = ?, events = ?, pending = ?,"
+            " last_update_at = ?, last_notice_at = ?, recovering_since = ? WHERE id = ?",
+            (
+                json.dumps(inc.headline),
+                inc.message_id,
+                inc.events,
+                json.dumps(inc.pending[-500:]),
+                inc.last_update_at,
+                inc.last_notice_at,
+                inc.recovering_since,
+                inc.id,
+            ),
+        )
+
+    def _post_incident(self, db: sqlite3.Connection, thread: Thread, inc: inc_.Incident, now: float) -> int:
+        """The incident's one message: its headline event with everything grouped so far."""
+        msg_text, blocks = self._event_blocks(thread, inc.headline)
+        related = len(inc.pending)
+        blocks = bk.with_related(blocks, inc_.summarize(inc.pending), related)
+        if related:
+            msg_text = bk.clip(f"{msg_text} (+{related} related)", bk.FALLBACK_MAX)
+        oid = self._insert(db, thread.channel, thread.run_id, "post", {"text": msg_text, "blocks": blocks})
+        # it counts against the flood bound like any event, but is never the one held back
+        db.execute("UPDATE slack_rate SET sent = sent + 1 WHERE run_id = ?", (thread.run_id,))
+        if inc.needs_human:
+            self._broadcast(db, thread, str(inc.headline["title"]), now)
+        inc.message_id = oid
+        inc.pending = []
+        inc.last_update_at = inc.last_notice_at = now
+        self._save_incident(db, inc)
+        return oid
+
+    def _post_update(self, db: sqlite3.Connection, thread: Thread, inc: inc_.Incident, now: float) -> None:
+        msg_text, blocks = bk.incident_update(
+            thread.run_name,
+            thread.run_id,
+            str(inc.headline["title"]),
+            inc_.summarize(inc.pending),
+            len(inc.pending),
+            inc.events,
+        )
+        self._insert(db, thread.channel, thread.run_id, "post", {"text": msg_text, "blocks": blocks})
+        inc.pending = []
+        inc.last_update_at = inc.last_notice_at = now
+        self._save_incident(db, inc)
+
+    def _post_repeat(self, db: sqlite3.Connection, thread: Thread, inc: inc_.Incident, now: float) -> None:
+        msg_text, blocks = bk.incident_repeat(
+            thread.run_name,
+            thread.run_id,
+            str(inc.headline["title"]),
+            inc_.duration(now - inc.opened_at),
+            inc.events,
+        )
+        self._insert(db, thread.channel, thread.run_id, "post", {"text": msg_text, "blocks": blocks})
+        inc.last_notice_at = now
+        self._save_incident(db, inc)
+
+    def _resolve_incident(
+        self, db: sqlite3.Connection, thread: Thread, inc: inc_.Incident, why: str, now: float
+    ) -> None:
+        if inc.pending:
+            self._post_update(db, thread, inc, now)
+        msg_text, blocks = bk.incident_resolved(
+            thread.run_name,
+            thread.run_id,
+            str(inc.headline["title"]),
+            why,
+            inc_.duration(now - inc.opened_at),
+            inc.events,
+        )
+        self._insert(db, thread.channel, thread.run_id, "post", {"text": msg_text, "blocks": blocks})
+        db.execute(
+            "UPDATE slack_incidents SET resolved_at = ?, resolution = ? WHERE id = ?", (now, why, inc.id)
+        )
+
     def _duplicate(
         self, db: sqlite3.Connection, run_id: str, key: str, now: float, title: str | None
     ) -> bool:
@@ -476,6 +736,7 @@ class OutboxSender:
             self._event.clear()
             if self.notifier is not None:
                 self.notifier.flush_digests()
+                self.notifier.flush_incidents()
             sent = await self.deliver_ready()
             if sent:
                 continue
@@ -534,6 +795,7 @@ class OutboxSender:
             while True:
                 if self.notifier is not None:
                     self.notifier.flush_digests()
+                    self.notifier.flush_incidents()
                 if not self.db.execute(
                     "SELECT 1 FROM slack_outbox WHERE sent_at IS NULL AND dead = 0 LIMIT 1"
                 ).fetchone():

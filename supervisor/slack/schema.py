@@ -12,6 +12,8 @@ Tables:
 - slack_silences: run/rule silences from `/shepherd silence`.
 - slack_commands: audit log of every command or button press (who, what, when, outcome).
 - slack_meta: a random instance id stamped into message metadata.
+- slack_incidents (a later migration): one open incident per run, grouping its alerts
+  (see incidents.py); the partial unique index keeps it to one.
 """
 
 import sqlite3
@@ -83,6 +85,25 @@ CREATE TABLE IF NOT EXISTS slack_meta (
 );
 """
 
+SLACK_INCIDENTS_SQL = """
+CREATE TABLE IF NOT EXISTS slack_incidents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    opened_at REAL NOT NULL,
+    flush_at REAL NOT NULL,
+    headline TEXT NOT NULL,
+    message_id INTEGER,
+    events INTEGER NOT NULL DEFAULT 1,
+    pending TEXT NOT NULL DEFAULT '[]',
+    last_update_at REAL,
+    last_notice_at REAL,
+    recovering_since REAL,
+    resolved_at REAL,
+    resolution TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS slack_incidents_open ON slack_incidents(run_id) WHERE resolved_at IS NULL;
+"""
+
 
 def open_db(path: str) -> sqlite3.Connection:
     """A connection set up like the store's (WAL, autocommit), for tests and stand-alone use."""
@@ -92,4 +113,5 @@ def open_db(path: str) -> sqlite3.Connection:
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA busy_timeout=10000")
     db.executescript(SLACK_SCHEMA_SQL)
+    db.executescript(SLACK_INCIDENTS_SQL)
     return db

@@ -39,6 +39,7 @@ class SlackService:
         *,
         environ: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.time,
+        run_state: Callable[[str], str | None] | None = None,
     ) -> None:
         self.settings = settings
         add_known_secrets(settings.secrets(environ))
@@ -63,7 +64,7 @@ class SlackService:
                 token=token, base_url=settings.base_url, timeout=settings.request_timeout_s, retry_handlers=[]
             )
             transport = WebApiTransport(self.web, verify_in_flight=settings.verify_in_flight)
-        self.notifier = Notifier(db, settings, clock=clock)
+        self.notifier = Notifier(db, settings, clock=clock, run_state=run_state)
         self.sender = OutboxSender(db, transport, settings, notifier=self.notifier, clock=clock)
         self.handler: CommandHandler | None = None
         self.socket: SocketModeRunner | None = None
@@ -112,8 +113,9 @@ def build_slack(
     *,
     environ: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.time,
+    run_state: Callable[[str], str | None] | None = None,
 ) -> SlackService | None:
-    """None when Slack is off."""
+    """None when Slack is off. `run_state` (a run's state in the store) resolves incidents of ended runs."""
     if settings.mode == "off":
         return None
-    return SlackService(db, settings, control, environ=environ, clock=clock)
+    return SlackService(db, settings, control, environ=environ, clock=clock, run_state=run_state)

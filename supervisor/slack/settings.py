@@ -54,6 +54,16 @@ class SlackSettings(BaseModel):
     rate_window_s: float = Field(default=60.0, gt=0)
     dedupe_window_s: float = Field(default=600.0, ge=0, description="same event for a run posted once")
     excerpt_chars: int = Field(default=2500, ge=200, le=2900)
+    group_wait_s: float = Field(
+        default=10.0, ge=0, description="an alert waits this long so related events join its message"
+    )
+    group_interval_s: float = Field(default=60.0, gt=0, description="at most one incident update per this")
+    repeat_interval_s: float = Field(
+        default=4 * 3600.0, gt=0, description="remind of an incident still needing a human"
+    )
+    resolve_after_s: float = Field(
+        default=120.0, ge=0, description="a resumed attempt up this long without new trouble resolves"
+    )
 
     retry_initial_s: float = Field(default=1.0, gt=0)
     retry_max_s: float = Field(default=60.0, gt=0)

@@ -42,6 +42,7 @@ class SlackSink:
             buttons=event.needs_human or event.kind in ("alert", "gave_up"),
             needs_human=event.needs_human,
             rule=event.rule,
+            parent=event.fields.get("parent"),
         )
 
     def publish_plot(self, run_id: str, png: str, title: str) -> None:

@@ -63,6 +63,7 @@ def make_settings(standin: SlackStandin | None = None, **over: Any) -> SlackSett
         "poll_interval_s": 0.05,
         "request_timeout_s": 3,
         "socket_ping_interval_s": 1.0,
+        "group_wait_s": 0.0,  # an alert goes out at once unless a test is about incident grouping
     }
     base.update(over)
     return SlackSettings(**base)

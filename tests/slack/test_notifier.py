@@ -157,9 +157,14 @@ async def test_crash_loop_of_20_failures_in_a_minute_posts_a_bounded_number(
     clock = Clock()
     notifier, sender, settings = stack(db, standin, clock=clock)
     notifier.run_opened("a-1", "a", "", None)
-    for i in range(20):
+    for i in range(20):  # each failure is resumed: a decision, shown on its own (alerts are grouped)
         notifier.event(
-            "a-1", "alert", f"attempt {i} failed", f"exit code 1 after {i}s", level="error", needs_human=True
+            "a-1",
+            "resumed",
+            f"attempt {i} failed",
+            f"exit code 1 after {i}s",
+            level="error",
+            needs_human=True,
         )
         clock.t += 2.9
     clock.t += settings.rate_window_s  # the window ends: its digest goes out

@@ -131,6 +131,10 @@ def _run_detail(store: Store, run: RunRow) -> dict[str, Any]:
         for t, until, actor in store.active_silences()
         if t in (run.id, run.name) or t.startswith("rule:")
     ]
+    incident = store.open_incident(run.id)
+    out["incident"] = (
+        {"title": incident[0], "events": incident[1], "since": incident[2]} if incident else None
+    )
     out["events"] = [
         {"at": e.at, "attempt": e.attempt, "kind": e.kind, "message": e.message} for e in store.events(run.id)
     ]
@@ -183,6 +187,9 @@ def _print_detail(d: dict[str, Any]) -> None:
 
         for i, line in enumerate(progress_lines(d["progress"])):
             print(f"{'progress' if i == 0 else '':<9} {line}")
+    if d.get("incident"):
+        inc = d["incident"]
+        print(f"incident  open since {_fmt_time(inc['since'])}, {inc['events']} event(s): {inc['title']}")
     for sil in d.get("silences") or []:
         print(f"silenced  {sil['target']} until {_fmt_time(sil['until'])} (by {sil['by']}): alerts held back")
     print("attempts:")

@@ -605,6 +605,20 @@ class Store:
             return []
         return [(str(r[0]), float(r[1]), str(r[2])) for r in rows]
 
+    def open_incident(self, run_id: str) -> tuple[str, int, float] | None:
+        """(headline, events, opened_at) of the run's open Slack incident, for `shepherd status`."""
+        try:
+            row = self.db.execute(
+                "SELECT headline, events, opened_at FROM slack_incidents"
+                " WHERE run_id = ? AND resolved_at IS NULL",
+                (run_id,),
+            ).fetchone()
+        except sqlite3.OperationalError:
+            return None
+        if row is None:
+            return None
+        return str(json.loads(row[0]).get("title", "")), int(row[1]), float(row[2])
+
     # ---- file cursors (the tailer's CursorStore) -----------------------------------------------------
     def load_cursor(self, path: str) -> tuple[int, int, int] | None:
         row = self.db.execute("SELECT inode, offset, line_no FROM cursors WHERE path = ?", (path,)).fetchone()

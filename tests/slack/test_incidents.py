@@ -259,3 +259,22 @@ def test_summaries_count_and_name_the_parent() -> None:
     ]
     entries.append(inc_.entry("alert", "oom", rule="cuda-oom", level="error"))
     assert inc_.summarize(entries) == ["nccl-error ×5 (suppressed: caused by node-failure)", "cuda-oom"]
+
+
+def test_shepherd_status_shows_the_open_incident(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from supervisor.cli import main
+    from supervisor.slack.settings import SlackSettings
+    from supervisor.store import Store
+
+    root = tmp_path / "root"
+    store = Store(root / "state" / "shepherd.sqlite3")
+    store.create_run("toy-20261121-000000-abcd", "toy", '{"name": "toy", "command": ["echo"]}', "/x")
+    notifier = Notifier(store.db, SlackSettings(mode="socket", channel="C0RUNS"))
+    notifier.event("toy-20261121-000000-abcd", "gave_up", "cuda-oom twice", level="error", needs_human=True)
+    notifier.event("toy-20261121-000000-abcd", "related", "nccl-error: rank 3", rule="nccl-error")
+    store.close()
+    assert main(["--root", str(root), "status", "toy"]) == 0
+    assert "incident  open since" in capsys.readouterr().out
+    assert main(["--root", str(root), "status", "--json", "toy"]) == 0
+    incident = json.loads(capsys.readouterr().out)["incident"]
+    assert incident["title"] == "cuda-oom twice" and incident["events"] == 2

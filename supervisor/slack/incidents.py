@@ -111,6 +111,14 @@ def summarize(entries: Sequence[dict[str, Any]], limit: int = 8) -> list[str]:
     return lines
 
 
+def label(headline: dict[str, Any], limit: int = 140) -> str:
+    """The incident's short name in updates, reminders and the resolution: rule, then the title's start."""
+    title = str(headline.get("title") or "")
+    rule = headline.get("rule")
+    text = title if not rule or title.startswith(str(rule)) else f"{rule}: {title}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def duration(seconds: float) -> str:
     s = int(max(0, seconds))
     if s < 60:

@@ -564,7 +564,7 @@ class Notifier:
         # it counts against the flood bound like any event, but is never the one held back
         db.execute("UPDATE slack_rate SET sent = sent + 1 WHERE run_id = ?", (thread.run_id,))
         if inc.needs_human:
-            self._broadcast(db, thread, str(inc.headline["title"]), now)
+            self._broadcast(db, thread, inc_.label(inc.headline), now)
         inc.message_id = oid
         inc.pending = []
         inc.last_update_at = inc.last_notice_at = now
@@ -575,7 +575,7 @@ class Notifier:
         msg_text, blocks = bk.incident_update(
             thread.run_name,
             thread.run_id,
-            str(inc.headline["title"]),
+            inc_.label(inc.headline),
             inc_.summarize(inc.pending),
             len(inc.pending),
             inc.events,
@@ -589,7 +589,7 @@ class Notifier:
         msg_text, blocks = bk.incident_repeat(
             thread.run_name,
             thread.run_id,
-            str(inc.headline["title"]),
+            inc_.label(inc.headline),
             inc_.duration(now - inc.opened_at),
             inc.events,
         )
@@ -605,7 +605,7 @@ class Notifier:
         msg_text, blocks = bk.incident_resolved(
             thread.run_name,
             thread.run_id,
-            str(inc.headline["title"]),
+            inc_.label(inc.headline),
             why,
             inc_.duration(now - inc.opened_at),
             inc.events,
@@ -712,6 +712,7 @@ class OutboxSender:
         self.clock = clock
         self.key_prefix = instance_id(db)
         self._event: asyncio.Event | None = None
+        self._delivering = asyncio.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         if notifier is not None and notifier.on_enqueue is None:
@@ -780,14 +781,15 @@ class OutboxSender:
 
     async def deliver_ready(self) -> int:
         """One pass: try the head of every channel whose retry time has come. Returns rows delivered."""
-        now = self.clock()
-        sent = 0
-        for row in self._heads():
-            if row.next_try_at > now:
-                continue
-            if await self._deliver(row):
-                sent += 1
-        return sent
+        async with self._delivering:  # `drain` (shutdown, tests) may run beside `run`: one row, one send
+            now = self.clock()
+            sent = 0
+            for row in self._heads():
+                if row.next_try_at > now:
+                    continue
+                if await self._deliver(row):
+                    sent += 1
+            return sent
 
     async def drain(self, within: float = 10.0) -> None:
         """Deliver until nothing is pending (tests, shutdown); raises TimeoutError if Slack stays away."""

@@ -62,6 +62,20 @@ SIGNATURES = {
     "ecc": [
         "[rank2]:[E ProcessGroupNCCL.cpp:1025] [Rank 2] NCCL watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered",
     ],
+    # One OOM, then what it causes on every rank: NCCL watchdog timeouts and dead actors (50 lines).
+    "oom-burst": [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "79.10 GiB of which 1.02 GiB is free.",
+        *(
+            f"[rank{r}]:[E1121 03:12:44.123456 4242 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+            "ran for 600043 milliseconds before timing out."
+            if r % 2
+            else f"(raylet) ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task. rank={r}"
+            for r in range(50)
+        ),
+    ],
+    "silent": [],  # fails (exit 1) without a word: only the launcher's lines tell what happened
     "harmless": [
         "NCCL INFO NET/IB : No device found.",
         "WARNING: the out-of-memory error handler is installed",

@@ -71,18 +71,19 @@ def cmd_rules_test(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from supervisor.cli import _settings, _store, find_run
-    from supervisor.metrics_source import run_metric_points
-    from supervisor.plot import render_curves
+    """The same Controller.plot that Slack's `/shepherd plot` uses, to a file instead of a thread."""
+    import anyio
+
+    from supervisor.cli import _settings, _store
+    from supervisor.control import ControlError, Controller
 
     settings = _settings(args)
     store = _store(settings)
-    run = find_run(store, args.run)
-    points = run_metric_points(store, settings, run)
-    if not points:
-        print(f"shepherd: no metrics found for {run.id} yet", file=sys.stderr)
+    try:
+        _run, out = anyio.run(Controller(store, None).plot, args.run, Path(args.output), settings)
+    except ControlError as exc:
+        print(f"shepherd: {exc}", file=sys.stderr)
         return 1
-    out = render_curves(points, Path(args.output), title=run.id)
     print(out)
     return 0
 

@@ -10,10 +10,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+import anyio.to_thread
 
 from supervisor.store import RunRow, RunState, Store
 from supervisor.submission import AttemptOverrides
+
+if TYPE_CHECKING:
+    from supervisor.notify import EventSink
+    from supervisor.settings import Settings
 
 
 class ControlError(Exception):
@@ -192,12 +198,39 @@ class Controller:
         self.on_change()
         return f"gave up on {run.id}"
 
+    async def plot(self, ref: str, out_png: Path, settings: Settings) -> tuple[RunRow, Path]:
+        """The run's reward and validation curves as a PNG at `out_png` (`shepherd plot`, Slack's plot).
+
+        The store is read here, in the caller's thread; only the drawing runs in a worker thread.
+        """
+        from supervisor.metrics_source import run_metric_points
+        from supervisor.plot import render_curves
+
+        run = self.find(ref)
+        points = run_metric_points(self.store, settings, run)
+        if not points:
+            from supervisor.spec import JobSpec
+
+            named = JobSpec.model_validate_json(run.spec_json).trainer_log_dir is not None
+            why = "" if named else " (its spec sets no `trainer_log_dir`)"
+            raise ControlError(f"{run.id} has no metrics yet, so there is nothing to plot{why}")
+        png = await anyio.to_thread.run_sync(render_curves, points, out_png, run.id)
+        return run, png
+
 
 class DaemonRunControl:
-    """What Slack commands call: the same Controller as the CLI, plus status text and silences."""
+    """What Slack commands call: the same Controller as the CLI, plus status text and silences.
 
-    def __init__(self, controller: Controller) -> None:
+    `sink` is the daemon's EventSink (set once it is built): a requested plot goes into the run's
+    thread the same way the completion plot does.
+    """
+
+    def __init__(
+        self, controller: Controller, settings: Settings | None = None, sink: EventSink | None = None
+    ) -> None:
         self.c = controller
+        self.settings = settings
+        self.sink = sink
 
     async def resume(self, run: str, checkpoint: str, actor: str) -> str:
         return await self.c.resume(run, checkpoint, actor)
@@ -235,3 +268,12 @@ class DaemonRunControl:
         if not target.startswith("rule:"):
             self.c.find(target)  # an unknown run is refused with a clear message
         return f"silenced {target} for {seconds / 3600:.1f} h"
+
+    async def plot(self, run: str, actor: str) -> str:
+        """`shepherd plot` into the run's thread; the caller is told at once if there is nothing to draw."""
+        if self.settings is None or self.sink is None:
+            raise ControlError("plots are not available from this supervisor")
+        r = self.c.find(run)
+        r, png = await self.c.plot(r.id, self.settings.runs_dir / r.id / "curves.png", self.settings)
+        self.sink.publish_plot(r.id, str(png), f"{r.name}: reward and validation")
+        return f"plotting {r.id}: the reward and validation curves are on their way into its thread"

@@ -7,6 +7,7 @@ follow. Two panels side by side, one shared step axis each, nothing else.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import matplotlib.pyplot as plt
 
 REWARD_TAGS = ("train/reward_mean", "train/reward", "reward_mean", "reward/mean", "reward")
 REWARD_STD_TAGS = ("train/reward_std", "reward_std", "reward/std")
+_PYPLOT = threading.Lock()  # pyplot keeps a global figure registry: one drawing at a time
 
 
 def _series(points: Sequence[tuple[str, int, float]]) -> dict[str, list[tuple[int, float]]]:
@@ -41,7 +43,12 @@ def _reward_tag(series: dict[str, list[tuple[int, float]]]) -> str | None:
 
 
 def render_curves(points: Sequence[tuple[str, int, float]], out_png: Path, title: str) -> Path:
-    """Write a PNG (two panels: training reward, validation metrics) and return its path."""
+    """Write a PNG (two panels: training reward, validation metrics) and return its path. Thread-safe."""
+    with _PYPLOT:
+        return _render(points, Path(out_png), title)
+
+
+def _render(points: Sequence[tuple[str, int, float]], out_png: Path, title: str) -> Path:
     series = _series(points)
     reward_tag = _reward_tag(series)
     std_tag = next((t for t in REWARD_STD_TAGS if t in series), None)
@@ -96,7 +103,6 @@ def render_curves(points: Sequence[tuple[str, int, float]], out_png: Path, title
     ax_v.set_ylabel("value")
     ax_v.grid(True, alpha=0.3)
 
-    out_png = Path(out_png)
     out_png.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_png.with_name(out_png.name + ".tmp")
     fig.savefig(tmp, format="png")

@@ -97,7 +97,13 @@ def build(settings: Settings, extra_sinks: list[EventSink] | None = None) -> Bui
     controller = Controller(
         store, slurm, resolve_checkpoint=resolve_checkpoint_for_run, on_change=daemon.wake
     )
-    slack = build_slack(store.db, settings.slack, DaemonRunControl(controller))
+    run_control = DaemonRunControl(controller, settings)
+
+    def run_state(run_id: str) -> str | None:
+        run = store.get_run(run_id)
+        return run.state.value if run else None
+
+    slack = build_slack(store.db, settings.slack, run_control, run_state=run_state)
     sinks: list[EventSink] = [LogSink(), *(extra_sinks or [])]
     if slack is not None:
 
@@ -118,6 +124,7 @@ def build(settings: Settings, extra_sinks: list[EventSink] | None = None) -> Bui
         sinks.append(SlackSink(slack.notifier, channel_for, level_for))
     sink = FanOut(sinks)
     daemon.sink = sink
+    run_control.sink = sink  # `/shepherd plot` posts the way the completion plot does
     actions = Actions(daemon, sink)
     monitor = Monitor(daemon, actions)
     daemon.state_handlers.append(monitor.on_state)

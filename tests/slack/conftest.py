@@ -119,3 +119,8 @@ class FakeControl:
     async def silence(self, target: str, seconds: float, actor: str) -> str:
         self.calls.append(("silence", target, seconds, actor))
         return f"Silenced {target} for {seconds / 3600:.0f}h"
+
+    async def plot(self, run: str, actor: str) -> str:
+        self._known(run)
+        self.calls.append(("plot", run, actor))
+        return f"Plotting {run}"

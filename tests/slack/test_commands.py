@@ -31,6 +31,8 @@ POLICY = c.AuthPolicy.of(actors={"U0ALICE"}, status_readers={"U0CAROL"})
         ("/shepherd", "silence gsm8k-a 4h", c.Silence("gsm8k-a", 4 * 3600.0)),
         ("/shepherd", "silence rule:nccl_timeout 1h30m", c.Silence("rule:nccl_timeout", 5400.0)),
         ("/shepherd", "give_up gsm8k-a", c.GiveUp("gsm8k-a")),
+        ("/shepherd", "plot gsm8k-a", c.Plot("gsm8k-a")),
+        ("/shepherd", "  PLOT   gsm8k-a-20261121-000000-abcd ", c.Plot("gsm8k-a-20261121-000000-abcd")),
     ],
 )
 def test_well_formed_commands_parse_to_typed_commands(command: str, text: str, expected: c.Command) -> None:
@@ -52,6 +54,10 @@ def test_well_formed_commands_parse_to_typed_commands(command: str, text: str, e
         ("/shepherd", "silence gsm8k-a forever", "duration"),
         ("/shepherd", "silence gsm8k-a 99d", "duration"),
         ("/shepherd", "rm -rf", "unknown command"),
+        ("/shepherd", "plot", "usage: `/shepherd plot <run>`"),
+        ("/shepherd", "plot a b", "usage: `/shepherd plot <run>`"),
+        ("/shepherd", "plot $(id)", "not a run name"),
+        ("/shepherd", "plot ../../etc/passwd", "not a run name"),
         ("/deploy", "prod", "unknown command"),
     ],
 )
@@ -85,6 +91,19 @@ def test_only_listed_users_may_act_and_status_is_wider() -> None:
     assert c.authorise(c.Help(), "U0BOB", None, POLICY).allowed
 
 
+def test_plot_only_looks_so_it_is_open_to_the_status_readers() -> None:
+    plot = c.Plot("gsm8k-a")
+    assert c.authorise(plot, "U0ALICE", "C1", POLICY).allowed
+    assert c.authorise(plot, "U0CAROL", "C1", POLICY).allowed
+    refused = c.authorise(plot, "U0BOB", "C1", POLICY)
+    assert not refused.allowed and refused.reason == "not_authorised" and "Sorry" in refused.message
+    assert c.authorise(plot, "U0BOB", "C1", c.AuthPolicy.of({"U0ALICE"}, (), {"*"})).allowed
+    # like /status, not bound to the ops channels: looking is harmless anywhere
+    assert c.authorise(plot, "U0ALICE", "C0RANDOM", c.AuthPolicy.of({"U0ALICE"}, {"C0OPS"})).allowed
+    assert c.action_name(plot) == "plot" and c.command_run(plot) == "gsm8k-a"
+    assert "/shepherd plot <run>" in c.HELP_TEXT
+
+
 def test_channel_allow_list_restricts_where_actions_are_accepted() -> None:
     policy = c.AuthPolicy.of(actors={"U0ALICE"}, channels={"C0OPS"})
     assert c.authorise(c.Cancel("x"), "U0ALICE", "C0OPS", policy).allowed
@@ -114,6 +133,7 @@ hostile = st.one_of(
                 "release",
                 "silence",
                 "give_up",
+                "plot",
                 "help",
                 "latest",
                 "best",
@@ -155,10 +175,7 @@ hostile = st.one_of(
 )
 def test_fuzz_parser_is_total_typed_and_never_lets_a_stranger_act(command: str, text: str, user: str) -> None:
     result = c.parse_slash(command, text)
-    assert isinstance(
-        result,
-        c.ParseError | c.Resume | c.Status | c.Cancel | c.Hold | c.Release | c.GiveUp | c.Silence | c.Help,
-    )
+    assert isinstance(result, c.ParseError | c.Command)
     if isinstance(result, c.ParseError):
         return
     # Every string that could reach Slurm is a plain run name or checkpoint: no spaces, quotes or options.
@@ -169,9 +186,9 @@ def test_fuzz_parser_is_total_typed_and_never_lets_a_stranger_act(command: str, 
     if isinstance(result, c.Resume):
         assert c.CHECKPOINT_RE.fullmatch(result.checkpoint)
     verdict = c.authorise(result, user, "C1", POLICY)
-    if verdict.allowed and not isinstance(result, c.Help | c.Status):
+    if verdict.allowed and not isinstance(result, c.Help | c.Status | c.Plot):
         assert user == "U0ALICE"
-    if verdict.allowed and isinstance(result, c.Status):
+    if verdict.allowed and isinstance(result, c.Status | c.Plot):
         assert user in ("U0ALICE", "U0CAROL")
 
 

@@ -48,3 +48,25 @@ def test_a_silence_is_listed_in_status_and_unknown_runs_are_refused(
 def test_unknown_run_gives_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--root", str(tmp_path), "cancel", "ghost"]) == 1
     assert "no run called 'ghost'" in capsys.readouterr().err
+
+
+def test_plot_draws_the_png_slack_would_post_and_says_when_there_is_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, logs = tmp_path / "root", tmp_path / "logs"
+    (logs / "exp_001").mkdir(parents=True)
+    (logs / "exp_001" / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "train/reward_mean": 0.1 * s}) + "\n" for s in range(5))
+    )
+    store = Store(root / "state" / "shepherd.sqlite3")
+    spec = {"name": "toy", "command": ["echo"], "trainer_log_dir": str(logs)}
+    store.create_run("toy-20261121-000000-abcd", "toy", json.dumps(spec), "/x")
+    store.create_run("bare-20261121-000000-abcd", "bare", '{"name": "bare", "command": ["echo"]}', "/x")
+    store.close()
+    out = tmp_path / "curves.png"
+    assert main(["--root", str(root), "plot", "toy", "-o", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and capsys.readouterr().out.strip() == str(out)
+    assert main(["--root", str(root), "plot", "bare", "-o", str(tmp_path / "b.png")]) == 1
+    assert "has no metrics yet" in capsys.readouterr().err
+    assert main(["--root", str(root), "plot", "ghost", "-o", str(tmp_path / "g.png")]) == 1
+    assert "no run called 'ghost'" in capsys.readouterr().err

@@ -2,11 +2,12 @@
 
 For each attempt whose job may be alive: its Slurm output file and
 `<jobid>-logs/` folder (inotify, or polling on shared filesystems), the
-trainer's status.json and metrics.jsonl, the clock, and the Slurm states the
-poller reports. Lines are read from a persisted cursor and the cursor is saved
-only after the lines were matched, so a restart neither re-reads nor misses
-anything; a match that is seen twice is still decided once (the store's
-unique decision index).
+trainer's status.json and metrics.jsonl (or, when it writes none, its
+TensorBoard event files), the clock, and the Slurm states the poller reports.
+Lines and TensorBoard records are read from a persisted cursor and the cursor
+is saved only after what they matched was dispatched, so a restart neither
+re-reads nor misses anything; a match that is seen twice is still decided once
+(the store's unique decision index).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 import anyio
 import structlog
 
-from supervisor.events import StateEvent, Tick
+from supervisor.events import MetricEvent, StateEvent, Tick
 from supervisor.rules.engine import Match, MatcherState, RuleSet, feed, load_ruleset, note_files, scan_lines
 from supervisor.spec import JobSpec
 from supervisor.store import AttemptRow, AttemptState, RunRow, Store
@@ -32,6 +33,8 @@ from supervisor.watch.lines import SEGMENT_SEP
 from supervisor.watch.metrics import MetricsReader, to_metric_events
 from supervisor.watch.progress import StatusReader, bar_event, parse_tqdm
 from supervisor.watch.tailer import FileCursor, Follower, TailResult
+from supervisor.watch.tbevents import TensorBoardWatcher, newest_exp_dir
+from supervisor.watch.tbevents import to_metric_events as tb_metric_events
 
 if TYPE_CHECKING:
     from supervisor.actions import Actions
@@ -41,7 +44,6 @@ log = structlog.get_logger(__name__)
 
 DRAIN_AFTER_END_S = 15.0  # keep reading an ended attempt's files this long: the last lines land late
 REFRESH_EVERY_S = 10.0
-ENDED_OVERDUE_S = 600.0  # the launcher's cleanup takes seconds; ten minutes without ENDED is a hang
 DRIVER_EXITED_RE = re.compile(r"driver exited with code (-?\d+)")  # ray.sub's own line, in slurm-<jobid>.out
 ENDED_STALL_SOURCE = "shepherd-monitor"
 LOG_DIR_RE = re.compile(r"^(?P<job>\d+)(?:-(?P<restart>\d+))?-logs$")
@@ -100,6 +102,10 @@ class AttemptWatch:
     files: set[str] = field(default_factory=set)
     status: StatusReader | None = None
     metrics: MetricsReader | None = None
+    tb: TensorBoardWatcher | None = None  # the trainer's event files, read when it writes no metrics.jsonl
+    tb_fed: bool = False  # TensorBoard scalars were fed: a metrics.jsonl appearing later is not read too
+    tb_rescan: bool = True  # list the event files again on the next read (with the log files' re-listing)
+    tb_saved: dict[str, tuple[int, int]] = field(default_factory=dict)  # event file -> (inode, offset) saved
     ended_at: float | None = None
     refreshed_at: float = 0.0
     progress: dict[str, object] = field(default_factory=dict)
@@ -133,6 +139,7 @@ class Monitor:
         self._rulesets: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], RuleSet] = {}
         self._by_path: dict[str, tuple[str, int]] = {}
         self._unsaved: set[str] = set()
+        self._tb_unsaved: dict[str, tuple[int, int]] = {}  # event file -> (inode, offset) to save
 
     # ---- which attempts are watched -----------------------------------------------------------------
     def ruleset_for(self, spec: JobSpec) -> RuleSet:
@@ -181,6 +188,7 @@ class Monitor:
 
     def _refresh_files(self, w: AttemptWatch) -> None:
         w.refreshed_at = self.clock()
+        w.tb_rescan = True
         wanted = {str(w.log_base / f"slurm-{w.job_id}.out")}
         for d in w.log_dirs():
             wanted |= {str(p) for p in d.glob("ray-*.log")}
@@ -296,6 +304,39 @@ class Monitor:
                 w.progress[f"bar:{bar.desc}"] = {"n": bar.n, "total": bar.total, "rate": bar.rate, "at": now}
         return out
 
+    def read_metrics(self, w: AttemptWatch, log_dir: Path, now: float) -> list[MetricEvent]:
+        """New scalars: `exp_NNN/metrics.jsonl` when the trainer writes one, else its TensorBoard files.
+
+        Never both (a trainer writing both logs every scalar twice): metrics.jsonl wins unless TensorBoard
+        scalars were already fed for this attempt. Event file cursors are staged here and saved by
+        `persist_cursors`, i.e. after the matches of these scalars were dispatched.
+        """
+        if w.metrics is None and not w.tb_fed:
+            exp = newest_exp_dir(log_dir)
+            if exp is not None and (exp / "metrics.jsonl").exists():
+                w.metrics = MetricsReader(exp / "metrics.jsonl")
+        if w.metrics is not None:
+            return to_metric_events(w.run_id, w.n, w.metrics.read().rows, now)
+        if w.tb is None:
+            w.tb = TensorBoardWatcher(log_dir, load=lambda path: self._load_tb_cursor(w, path))
+        # Listing the exp dirs is metadata-server load on Lustre/GPFS: done with the log files' re-listing;
+        # the known files are read on every call.
+        scalars = w.tb.read(rescan=w.tb_rescan)
+        w.tb_rescan = False
+        for path, cursor in w.tb.cursors().items():
+            if w.tb_saved.get(path) != cursor:
+                w.tb_saved[path] = cursor
+                self._tb_unsaved[path] = cursor
+        w.tb_fed = w.tb_fed or bool(scalars)
+        return tb_metric_events(w.run_id, w.n, scalars)
+
+    def _load_tb_cursor(self, w: AttemptWatch, path: str) -> tuple[int, int] | None:
+        row = self.store.load_cursor(path)
+        if row is None:
+            return None
+        w.tb_saved[path] = (row[0], row[1])
+        return w.tb_saved[path]
+
     def read_trainer(self, w: AttemptWatch) -> list[Match]:
         now = self.clock()
         out: list[Match] = self.read_bars(w)
@@ -305,28 +346,26 @@ class Monitor:
                 if pev.key == "status":
                     w.progress["status"] = dict(pev.detail)
         if w.spec.trainer_log_dir is not None:
-            if w.metrics is None:
-                from supervisor.watch.tbevents import newest_exp_dir
-
-                exp = newest_exp_dir(w.spec.trainer_log_dir)
-                if exp is not None and (exp / "metrics.jsonl").exists():
-                    w.metrics = MetricsReader(exp / "metrics.jsonl")
-            if w.metrics is not None:
-                read = w.metrics.read()
-                events = to_metric_events(w.run_id, w.n, read.rows, now)
+            events = self.read_metrics(w, w.spec.trainer_log_dir, now)
+            for mev in events:
+                out += feed(w.rules, w.state, mev)
+            if events:
+                # Validation is logged only every few steps: keep the newest value of each metric.
+                merged = dict(w.progress.get("metrics") or {})  # type: ignore[call-overload]
                 for mev in events:
-                    out += feed(w.rules, w.state, mev)
-                if read.rows:
-                    # Validation is logged only every few steps: keep the newest value of each metric.
-                    merged = dict(w.progress.get("metrics") or {})  # type: ignore[call-overload]
-                    for row in read.rows:
-                        merged.update(row.values)
-                        merged["step"] = row.step
-                    w.progress["metrics"] = merged
+                    merged[mev.tag] = mev.value
+                    merged["step"] = mev.step
+                w.progress["metrics"] = merged
         return out
 
-    def check_ended(self, w: AttemptWatch, now: float, after_s: float = ENDED_OVERDUE_S) -> list[Match]:
-        """A RUNNING job whose driver exited long ago without ENDED: one line for `ended-not-written`."""
+    def check_ended(self, w: AttemptWatch, now: float, after_s: float | None = None) -> list[Match]:
+        """A RUNNING job whose driver exited long ago without ENDED: one line for `ended-not-written`.
+
+        `after_s` defaults to the `watch.ended_overdue_s` setting (10 min: the launcher's cleanup takes
+        seconds), read on each call so that a settings reload applies to watched attempts too.
+        """
+        if after_s is None:
+            after_s = self.daemon.settings.watch.ended_overdue_s
         if w.ended_alarm or w.state.job_state is None or w.state.job_state.value != "RUNNING":
             return []
         current = w.current_log_dir()
@@ -350,6 +389,9 @@ class Monitor:
         for path in self._unsaved:
             self.follower.persist(path)
         self._unsaved.clear()
+        for path, (inode, offset) in self._tb_unsaved.items():
+            self.store.save_cursor(path, inode, offset, 0)
+        self._tb_unsaved.clear()
 
     async def dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
         try:

@@ -41,6 +41,12 @@ class SlurmSettings(BaseModel):
 class WatchSettings(BaseModel):
     poll_interval_s: float = 2.0
     force_polling: bool = False
+    ended_overdue_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="RUNNING this long after the launcher's 'driver exited' line without ENDED: "
+        "`ended-not-written` fires",
+    )
 
 
 class Settings(BaseSettings):

@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 import re
 import struct
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,6 +104,36 @@ def split_records(buf: bytes, verify_data: bool = False) -> tuple[list[bytes], i
         out.append(data)
         pos = end
     return out, pos, ""
+
+
+_NONZERO = re.compile(rb"[^\x00]")
+
+
+def find_next_header(buf: bytes, start: int) -> int | None:
+    """The first offset >= `start` holding a whole record header whose length crc is valid, else None.
+
+    Used to get past corrupt bytes. Records are < 4 GiB, so the length's upper four bytes are zero: only
+    offsets followed by four zero bytes are checked, and runs of zeros (an NFS hole) are jumped over.
+    """
+    unpack_q = struct.Struct("<Q").unpack_from
+    unpack_i = struct.Struct("<I").unpack_from
+    n = len(buf)
+    p = start
+    while True:
+        i = buf.find(b"\x00\x00\x00\x00", p + 4)
+        if i < 0 or i - 4 + HEADER > n:
+            return None
+        p = i - 4
+        if not any(buf[p : p + 8]):  # length 0: never an event; skip to the end of the zeros
+            m = _NONZERO.search(buf, p)
+            if m is None:
+                return None
+            p = max(p + 1, m.start() - 7)
+            continue
+        (length,) = unpack_q(buf, p)
+        if length <= MAX_RECORD and masked_crc32c(buf[p : p + 8]) == unpack_i(buf, p + 8)[0]:
+            return p
+        p += 1
 
 
 def frame_record(data: bytes) -> bytes:
@@ -316,14 +348,34 @@ class TBReadResult:
 
 
 class EventFileReader:
-    """One event file read from a saved offset; `read` returns only what is new since the last call."""
+    """One event file read from a saved offset; `read` returns only what is new since the last call.
 
-    def __init__(self, path: str | Path, offset: int = 0, *, verify_data: bool = False) -> None:
+    `inode` is the file's identity saved with the offset: a different inode (the file was replaced) or a
+    size below the offset (truncated) restarts at 0. A partial record at EOF waits for the rest. A record
+    whose data crc is bad (checked with `verify_data`) is skipped at once, with a log line: its framing is
+    sound. A bad length crc cannot be stepped over (the length is not to be trusted) and may be a writer
+    mid-flush on NFS, so it is waited on for `resync_after_s`; then the bytes up to the next valid header
+    are skipped, with a log line.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        offset: int = 0,
+        *,
+        verify_data: bool = False,
+        inode: int | None = None,
+        resync_after_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.path = Path(path)
         self.offset = offset
         self.verify_data = verify_data
-        self.inode: int | None = None
+        self.inode = inode
+        self.resync_after_s = resync_after_s
+        self.clock = clock
         self._warned = False
+        self._bad: tuple[int, float] | None = None  # (file offset, first seen) of a bad length crc
 
     def read(self, max_bytes: int = 64 * 1024 * 1024) -> TBReadResult:
         try:
@@ -342,29 +394,72 @@ class EventFileReader:
         return self._consume(buf)
 
     def _consume(self, buf: bytes) -> TBReadResult:
-        records, used, problem = split_records(buf, self.verify_data)
-        result = TBReadResult([], self.offset, 0, problem=problem)
-        for i, data in enumerate(records):
-            try:
-                ev = decode_event(data)
-            except (ValueError, IndexError, struct.error) as exc:
-                log.warning("undecodable tensorboard event skipped", path=str(self.path), error=str(exc))
-                continue
-            finally:
-                result.records = i + 1
-            if ev.session_start:
-                result.restarted_at_step = ev.step
-            for tag, value in ev.scalars:
-                result.scalars.append(Scalar(tag, ev.step, value, ev.wall_time))
-        self.offset += used
+        result = TBReadResult([], self.offset, 0)
+        pos = 0
+        waiting = ""
+        while True:
+            chunk = buf[pos:] if pos else buf  # a copy only after a skipped record: rare
+            records, used, problem = split_records(chunk, self.verify_data)
+            for data in records:
+                result.records += 1
+                try:
+                    ev = decode_event(data)
+                except (ValueError, IndexError, struct.error) as exc:
+                    log.warning("undecodable tensorboard event skipped", path=str(self.path), error=str(exc))
+                    continue
+                if ev.session_start:
+                    result.restarted_at_step = ev.step
+                for tag, value in ev.scalars:
+                    result.scalars.append(Scalar(tag, ev.step, value, ev.wall_time))
+            pos += used
+            result.problem = result.problem or problem
+            skip = self._skip(chunk, used, problem, self.offset + pos) if problem else 0
+            if not skip:
+                waiting = problem
+                break
+            pos += skip
+        self.offset += pos
         result.offset = self.offset
-        if problem and not self._warned:
+        if waiting and not self._warned:
             self._warned = True  # a writer mid-flush on NFS can look like this: retried next read
-            log.warning("tensorboard record framing mismatch", path=str(self.path), offset=self.offset,
-                        problem=problem)
-        elif not problem:
+            log.warning(
+                "tensorboard record framing mismatch",
+                path=str(self.path),
+                offset=self.offset,
+                problem=waiting,
+            )
+        elif not waiting:
             self._warned = False
+            self._bad = None
         return result
+
+    def _skip(self, buf: bytes, pos: int, problem: str, at: int) -> int:
+        """How many bytes of the bad record at `pos` to step over now; 0: wait for the next read."""
+        if problem == "bad data crc":
+            (length,) = struct.unpack_from("<Q", buf, pos)
+            size = HEADER + int(length) + FOOTER
+            log.warning(
+                "tensorboard record with a bad data crc skipped", path=str(self.path), offset=at, bytes=size
+            )
+            return size
+        now = self.clock()
+        if self._bad is None or self._bad[0] != at:
+            self._bad = (at, now)
+        if now - self._bad[1] < self.resync_after_s:
+            return 0
+        nxt = find_next_header(buf, pos + 1)
+        # Without a valid header, every offset that could hold a whole one is garbage: keep only the tail.
+        skip = (nxt if nxt is not None else len(buf) - HEADER + 1) - pos
+        if skip > 0:
+            self._bad = None
+            log.warning(
+                "corrupt tensorboard bytes skipped",
+                path=str(self.path),
+                offset=at,
+                bytes=skip,
+                resynced=nxt is not None,
+            )
+        return max(skip, 0)
 
 
 def newest_exp_dir(log_dir: str | Path) -> Path | None:
@@ -404,29 +499,64 @@ def to_metric_events(run_id: str, attempt: int, scalars: list[Scalar]) -> list[M
 
 
 class TensorBoardWatcher:
-    """All event files of a run's newest exp dir, each from its own (persistable) offset."""
+    """All event files of a run's newest exp dir, each from its own (persistable) offset.
 
-    def __init__(self, log_dir: str | Path, offsets: dict[str, int] | None = None, *,
-                 verify_data: bool = False) -> None:
+    Where a file starts: `offsets[path]`, or `load(path)` → the saved `(inode, offset)`, asked once when
+    the file is first listed (a file that appears later, e.g. a resumed attempt's, starts at 0).
+    `cursors()` is what to save once the scalars were used.
+    """
+
+    def __init__(
+        self,
+        log_dir: str | Path,
+        offsets: dict[str, int] | None = None,
+        *,
+        verify_data: bool = False,
+        load: Callable[[str], tuple[int, int] | None] | None = None,
+        resync_after_s: float = 30.0,
+    ) -> None:
         self.log_dir = Path(log_dir)
         self.verify_data = verify_data
         self.readers: dict[str, EventFileReader] = {}
         self._saved = dict(offsets or {})
+        self._load = load
+        self.resync_after_s = resync_after_s
+        self._files: list[Path] | None = None
 
     def offsets(self) -> dict[str, int]:
         return {k: r.offset for k, r in self.readers.items()}
 
-    def read(self) -> list[Scalar]:
+    def cursors(self) -> dict[str, tuple[int, int]]:
+        """`path -> (inode, offset)` of every file read so far."""
+        return {k: (r.inode, r.offset) for k, r in self.readers.items() if r.inode is not None}
+
+    def _reader(self, path: Path) -> EventFileReader:
+        key = str(path)
+        reader = self.readers.get(key)
+        if reader is None:
+            saved = self._load(key) if self._load is not None else None
+            inode, offset = saved if saved is not None else (None, self._saved.get(key, 0))
+            reader = EventFileReader(
+                path, offset, verify_data=self.verify_data, inode=inode, resync_after_s=self.resync_after_s
+            )
+            self.readers[key] = reader
+        return reader
+
+    def read(self, rescan: bool = True) -> list[Scalar]:
+        """New scalars of every event file; `rescan=False` reads the files found by the last listing."""
+        if rescan or self._files is None:
+            self._files = find_event_files(self.log_dir)
         out: list[Scalar] = []
-        for path in find_event_files(self.log_dir):
-            key = str(path)
-            reader = self.readers.get(key)
-            if reader is None:
-                reader = EventFileReader(path, self._saved.get(key, 0), verify_data=self.verify_data)
-                self.readers[key] = reader
-            while True:
-                res = reader.read()
+        for path in self._files:
+            reader = self._reader(path)
+            while True:  # each read is bounded: go on while it advances
+                before = reader.offset
+                try:
+                    res = reader.read()
+                except OSError as exc:
+                    log.warning("could not read tensorboard event file", path=str(path), error=str(exc))
+                    break
                 out.extend(res.scalars)
-                if res.records == 0:
+                if res.offset == before or res.problem == "missing":
                     break
         return out

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.daemon import REPO, DaemonProcess
+from tests.support.daemon import REPO, DaemonProcess, wait_for
 
 pytestmark = pytest.mark.slurm
 PLAIN = REPO / "tests" / "support" / "plain.sub"
@@ -28,7 +28,7 @@ def sup(tmp_path_factory: pytest.TempPathFactory, slurm_cluster: Any) -> Any:
     d.stop()
 
 
-def spec(tmp: Path, name: str, *extra: str) -> tuple[Path, Path]:
+def spec(tmp: Path, name: str, *extra: str, more: tuple[str, ...] = ()) -> tuple[Path, Path]:
     ck = tmp / name / "results"
     rec = tmp / name / "record.jsonl"
     ck.mkdir(parents=True)
@@ -41,6 +41,7 @@ def spec(tmp: Path, name: str, *extra: str) -> tuple[Path, Path]:
         f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
         "resume: {backoff_s: 0, checkpoint_dir_arg: ['checkpointing.checkpoint_dir={checkpoint_dir}']}",
         f"shared_cache_dir: {tmp / 'shared-cache'}",
+        *more,
     ]
     path = tmp / f"{name}.yaml"
     path.write_text("\n".join(text) + "\n")
@@ -91,3 +92,43 @@ def test_cli_resume_from_best_stages_it_and_leaves_newer_steps_alone(
     assert snapshot(ck) == before  # the original dir: nothing deleted, nothing rewritten
     attempt2 = sup.status(run)["attempt_list"][1]["overrides"]
     assert attempt2["checkpoint_dir"] == str(staged)
+
+
+REWARD_NAN = """\
+rules:
+  - name: reward-nan
+    description: the reward is NaN
+    trigger: {kind: metric, tag: train/reward, condition: nan}
+    actions: [{alert: {level: error}}]
+"""
+
+
+def test_tensorboard_only_scalars_feed_metric_rules_across_a_resume(
+    sup: DaemonProcess, tmp_path: Path
+) -> None:
+    """NeMo RL logs scalars only to TensorBoard, one exp_NNN/ per launch: the resumed attempt's new event
+    file is read, its NaN reward fires a metric rule, and `status` shows the newest scalars."""
+    rules = tmp_path / "reward-nan.yaml"
+    rules.write_text(REWARD_NAN)
+    logs = tmp_path / "nrl-tb" / "logs"
+    more = (f"trainer_log_dir: {logs}", f"rules: {{files: [{rules}]}}")
+    argv = (f"logger.log_dir={logs}", "--fail-at", "25", "--steps", "30", "--nan-at", "28")
+    path, _ = spec(tmp_path, "nrl-tb", *argv, more=more)
+    run = sup.submit(path)
+    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
+    assert final["state"] == "COMPLETED", sup.status(run)
+    assert sorted(p.name for p in logs.iterdir()) == ["exp_001", "exp_002"]
+    assert not list(logs.rglob("metrics.jsonl"))
+
+    def nan_decisions() -> list[dict[str, Any]]:
+        return [d for d in sup.status(run)["decisions"] if d["rule"] == "reward-nan"]
+
+    [d] = wait_for(nan_decisions, timeout=30, what="the reward-nan decision")
+    assert d["attempt"] == 2 and "train/reward = nan at step 28" in d["reason"], d
+
+    def metrics() -> Any:
+        progress = sup.status(run)["progress"] or {}
+        return progress.get("metrics") if progress.get("attempt") == 2 else None
+
+    shown = wait_for(lambda: (m := metrics()) and m.get("step") == 30 and m, timeout=30, what="metrics")
+    assert shown["train/reward"] == 1.0 and abs(shown["train/loss"] - 1 / 30) < 1e-6

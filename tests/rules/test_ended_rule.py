@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from supervisor.monitor import ENDED_STALL_SOURCE
+from pathlib import Path
+from typing import Any
+
+from supervisor.events import JobState
+from supervisor.monitor import ENDED_STALL_SOURCE, AttemptWatch
 from supervisor.rules.engine import MatcherState, load_ruleset, scan_lines
+from supervisor.service_main import build
+from supervisor.settings import Settings, WatchSettings
+from supervisor.spec import JobSpec
 
 LINE = (
     "shepherd: ENDED not written 10 min after the driver exited while job 7 is RUNNING in /l/7-logs: "
@@ -21,3 +28,21 @@ def test_the_monitor_line_resumes_from_latest() -> None:
 def test_the_same_words_in_the_driver_log_fire_nothing() -> None:
     rs = load_ruleset()
     assert scan_lines(rs, MatcherState(run_id="r", attempt=1), [LINE], "ray-driver.log", 1, 1.0) == []
+
+
+def test_the_monitor_waits_for_the_ended_overdue_s_setting(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("SHEPHERD_WATCH__ENDED_OVERDUE_S", "5")
+    settings = Settings(root=tmp_path / "root")
+    assert settings.watch.ended_overdue_s == 5.0
+    assert WatchSettings().ended_overdue_s == 600.0
+    monitor = build(settings).monitor
+    logs = tmp_path / "logs" / "7-logs"
+    logs.mkdir(parents=True)
+    (logs / "STARTED_RAY_HEAD").touch()
+    spec = JobSpec.model_validate({"name": "x", "command": ["echo"]})
+    state = MatcherState(run_id="r", attempt=1, job_state=JobState.RUNNING)
+    w = AttemptWatch("r", 1, "7", spec, load_ruleset(), state, tmp_path / "logs", driver_exited_at=100.0)
+    assert monitor.check_ended(w, 104.0) == []
+    [m] = monitor.check_ended(w, 105.0)
+    assert m.rule == "ended-not-written" and "job 7 is RUNNING" in m.excerpt
+    assert monitor.check_ended(w, 200.0) == []  # once per attempt

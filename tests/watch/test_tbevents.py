@@ -46,8 +46,12 @@ def test_scalars_from_a_real_summary_writer_including_new_style_tensors(tmp_path
     assert res.problem == ""
     got = {(s.tag, s.step): s.value for s in res.scalars}
     assert got == {
-        ("train/loss", 0): 1.0, ("train/loss", 1): 0.5, ("train/loss", 2): pytest.approx(1 / 3),
-        ("train/reward", 0): 0.0, ("train/reward", 1): 0.25, ("train/reward", 2): 0.5,
+        ("train/loss", 0): 1.0,
+        ("train/loss", 1): 0.5,
+        ("train/loss", 2): pytest.approx(1 / 3),
+        ("train/reward", 0): 0.0,
+        ("train/reward", 1): 0.25,
+        ("train/reward", 2): 0.5,
     }
     assert all(s.wall_time > 1e9 for s in res.scalars)
 
@@ -177,7 +181,8 @@ def test_event_files_are_found_in_the_newest_exp_dir(tmp_path: Path) -> None:
     (tb / "events.out.tfevents.200.host.1.0").write_bytes(frame_record(make_event(2, "b", 2.0)))
     (tb / "events.out.tfevents.100.host.1.0").write_bytes(frame_record(make_event(1, "a", 1.0)))
     assert [p.name for p in find_event_files(tmp_path)] == [
-        "events.out.tfevents.100.host.1.0", "events.out.tfevents.200.host.1.0",
+        "events.out.tfevents.100.host.1.0",
+        "events.out.tfevents.200.host.1.0",
     ]
     watcher = TensorBoardWatcher(tmp_path)
     assert [(s.tag, s.step) for s in watcher.read()] == [("a", 1), ("b", 2)]
@@ -204,3 +209,100 @@ def test_decoder_agrees_with_protobuf(tag: str, step: int, value: float, wall: f
     ev.summary.value.add(tag=tag, simple_value=value)
     decoded = decode_event(ev.SerializeToString())
     assert (decoded.wall_time, decoded.step, decoded.scalars) == (wall, step, [(tag, value)])
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_record_with_a_bad_data_crc_is_skipped_and_the_rest_read(tmp_path: Path) -> None:
+    bad = bytearray(frame_record(make_event(2, "a", 2.0)))
+    bad[20] ^= 0x01
+    f = tmp_path / "events.out.tfevents.1.host"
+    f.write_bytes(frame_record(make_event(1, "a", 1.0)) + bytes(bad) + frame_record(make_event(3, "a", 3.0)))
+    res = EventFileReader(f, verify_data=True).read()
+    assert [s.step for s in res.scalars] == [1, 3]
+    assert res.problem == "bad data crc" and res.offset == f.stat().st_size
+
+
+def test_a_bad_length_crc_is_waited_on_then_skipped_to_the_next_record(tmp_path: Path) -> None:
+    good = frame_record(make_event(1, "a", 1.0))
+    bad = bytearray(frame_record(make_event(2, "a", 2.0)))
+    bad[8] ^= 0xFF
+    f = tmp_path / "events.out.tfevents.1.host"
+    f.write_bytes(good + bytes(bad) + frame_record(make_event(3, "a", 3.0)))
+    clock = FakeClock()
+    reader = EventFileReader(f, resync_after_s=30, clock=clock)
+    assert [s.step for s in reader.read().scalars] == [1]
+    clock.now = 10  # a writer mid-flush on NFS gets this long to fill the hole
+    assert reader.read().scalars == [] and reader.offset == len(good)
+    clock.now = 31
+    assert [s.step for s in reader.read().scalars] == [3]
+    assert reader.offset == f.stat().st_size
+
+
+def test_a_hole_of_zeros_is_jumped_and_garbage_without_a_header_keeps_only_its_tail(tmp_path: Path) -> None:
+    f = tmp_path / "events.out.tfevents.1.host"
+    f.write_bytes(
+        frame_record(make_event(1, "a", 1.0)) + b"\x00" * 5000 + frame_record(make_event(2, "a", 2.0))
+    )
+    res = EventFileReader(f, resync_after_s=0).read()
+    assert [s.step for s in res.scalars] == [1, 2] and res.offset == f.stat().st_size
+    g = tmp_path / "events.out.tfevents.2.host"
+    g.write_bytes(b"\xff" * 100)
+    reader = EventFileReader(g, resync_after_s=0)
+    assert reader.read().scalars == [] and reader.offset == 100 - 11
+    with open(g, "ab") as fh:
+        fh.write(frame_record(make_event(4, "a", 4.0)))
+    assert [s.step for s in reader.read().scalars] == [4]
+
+
+def test_watcher_cursors_carry_the_inode_and_a_replaced_file_is_read_again(tmp_path: Path) -> None:
+    tb = tmp_path / "exp_001" / "tensorboard"
+    tb.mkdir(parents=True)
+    f = tb / "events.out.tfevents.100.host.1.0"
+    f.write_bytes(frame_record(make_event(1, "a", 1.0)))
+    first = TensorBoardWatcher(tmp_path)
+    assert [s.step for s in first.read()] == [1]
+    saved = first.cursors()
+    assert saved == {str(f): (f.stat().st_ino, f.stat().st_size)}
+    with open(f, "ab") as fh:
+        fh.write(frame_record(make_event(2, "a", 2.0)))
+    assert [s.step for s in TensorBoardWatcher(tmp_path, load=saved.get).read()] == [2]
+    other = tb / "replacement"
+    other.write_bytes(frame_record(make_event(7, "b", 7.0)) + frame_record(make_event(8, "b", 8.0)))
+    other.replace(f)  # same name, new inode, larger than the saved offset
+    assert [s.step for s in TensorBoardWatcher(tmp_path, load=saved.get).read()] == [7, 8]
+
+
+def test_watcher_lists_files_only_when_asked(tmp_path: Path) -> None:
+    tb = tmp_path / "exp_001" / "tensorboard"
+    tb.mkdir(parents=True)
+    (tb / "events.out.tfevents.100.host.1.0").write_bytes(frame_record(make_event(1, "a", 1.0)))
+    watcher = TensorBoardWatcher(tmp_path)
+    assert [s.step for s in watcher.read(rescan=False)] == [1]  # the first read always lists
+    (tb / "events.out.tfevents.200.host.1.0").write_bytes(frame_record(make_event(2, "a", 2.0)))
+    assert watcher.read(rescan=False) == []
+    assert [s.step for s in watcher.read()] == [2]
+
+
+def test_skipped_and_waited_on_records_in_one_read_keep_their_file_offsets(tmp_path: Path) -> None:
+    one, three = frame_record(make_event(1, "a", 1.0)), frame_record(make_event(3, "a", 3.0))
+    bad_data = bytearray(frame_record(make_event(2, "a", 2.0)))
+    bad_data[20] ^= 0x01
+    bad_length = bytearray(frame_record(make_event(9, "a", 9.0)))
+    bad_length[8] ^= 0xFF
+    f = tmp_path / "events.out.tfevents.1.host"
+    f.write_bytes(one + bad_data + bad_length + three)
+    clock = FakeClock()
+    reader = EventFileReader(f, verify_data=True, resync_after_s=30, clock=clock)
+    assert [s.step for s in reader.read().scalars] == [1]
+    assert reader.offset == len(one) + len(bad_data)  # waits at the bad length
+    clock.now = 29
+    assert reader.read().scalars == []
+    clock.now = 30  # the same offset, seen 30 s ago: skipped now
+    assert [s.step for s in reader.read().scalars] == [3]

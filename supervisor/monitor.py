@@ -13,6 +13,7 @@ re-reads nor misses anything; a match that is seen twice is still decided once
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -63,6 +64,27 @@ def newest_log_dir(names: Iterable[str], job_id: str) -> str | None:
         if best is None or restart > best[0]:
             best = (restart, name)
     return best[1] if best else None
+
+
+RAY_SUB_STAMP_RE = re.compile(r"\[ray\.sub (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]")
+
+
+def driver_exit_time(tail: str, mtime: float) -> float | None:
+    """When the launcher's last 'driver exited' line says it was written (its own stamp, local time), else
+    the file's mtime; None without such a line. Recovers what a restarted daemon's tailer will not re-read."""
+    found = None
+    for line in tail.splitlines():
+        if "driver exited with code" in line and DRIVER_EXITED_RE.search(line):
+            found = line
+    if found is None:
+        return None
+    stamp = RAY_SUB_STAMP_RE.search(found)
+    if stamp:
+        try:
+            return min(time.mktime(time.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S")), mtime)
+        except (ValueError, OverflowError):
+            pass
+    return mtime
 
 
 def ended_overdue(present: Iterable[str], driver_exited_at: float | None, now: float, after_s: float) -> bool:
@@ -182,9 +204,22 @@ class Monitor:
         )
         if spec.trainer_log_dir is not None:
             w.status = StatusReader(spec.trainer_log_dir / "status.json")
+        w.driver_exited_at = self._recover_driver_exit(w)
         self.watches[key] = w
         self._refresh_files(w)
         return w
+
+    def _recover_driver_exit(self, w: AttemptWatch) -> float | None:
+        """After a restart the tailer resumes past the 'driver exited' line: look for it in the tail."""
+        path = w.log_base / f"slurm-{w.job_id}.out"
+        try:
+            with path.open("rb") as fh:
+                st = os.fstat(fh.fileno())
+                fh.seek(max(0, st.st_size - 65536))
+                tail = fh.read().decode("utf-8", "replace")
+        except OSError:
+            return None
+        return driver_exit_time(tail, st.st_mtime)
 
     def _refresh_files(self, w: AttemptWatch) -> None:
         w.refreshed_at = self.clock()

@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,13 @@ from supervisor.faultpoints import crash_point
 from supervisor.intake import Intake, queue_dir_problem
 from supervisor.notify import EventSink, LogSink, RunEvent
 from supervisor.service.sdnotify import Notifier
-from supervisor.service.watchdog import HeartbeatRegistry, StatusSummary, Watchdog, format_status
+from supervisor.service.watchdog import (
+    HeartbeatRegistry,
+    StatusSummary,
+    Watchdog,
+    format_duration,
+    format_status,
+)
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmClient, SlurmError, SlurmRejected, SlurmUnavailable
 from supervisor.slurm.parse import JobObservation, make_job_name
@@ -41,6 +48,15 @@ log = structlog.get_logger(__name__)
 
 DAEMON_THREAD = "shepherd-daemon"  # the Slack thread for the daemon's own health, not a run's
 StateHandler = Callable[[RunRow, AttemptRow, StateEvent], Awaitable[None]]
+OWED_EXIT_CODE_MAX_AGE_S = 86400.0  # stop asking sacct for an exit code after a day
+
+
+@dataclass(frozen=True, slots=True)
+class OwedExitCode:
+    """An attempt settled on squeue's terminal state alone (sacct down or lagging): its exit code is due."""
+
+    job_id: str
+    since: float
 
 
 class Daemon:
@@ -70,6 +86,10 @@ class Daemon:
         self._flown: set[tuple[str, int]] = set()
         self.blind_since: float | None = None
         self._blind_alerted = False
+        # sacct (slurmdbd) can be down while squeue answers: ends are settled from squeue, and their exit
+        # codes are asked for again until sacct has them (in memory: a restart forgets what is owed).
+        self.accounting_down_since: float | None = None
+        self.exit_codes_owed: dict[tuple[str, int], OwedExitCode] = {}
         self.last_poll_ok: float | None = None
         self.ready = anyio.Event()
         self.state_handlers: list[StateHandler] = []
@@ -144,7 +164,11 @@ class Daemon:
         )
         failed = sum(1 for r in self.store.list_runs() if r.state in (RunState.FAILED, RunState.LOST))
         blind = self.clock() - self.blind_since if self.blind_since is not None else None
-        return StatusSummary(active=active, pending=pending, failed=failed, blind_for_s=blind)
+        notes: tuple[str, ...] = ()
+        if self.accounting_down_since is not None:
+            down_for = format_duration(self.clock() - self.accounting_down_since)
+            notes = (f"accounting: sacct unavailable for {down_for}, exit codes wait",)
+        return StatusSummary(active=active, pending=pending, failed=failed, blind_for_s=blind, notes=notes)
 
     def status_line(self) -> str:
         return format_status(self.status_summary_for_systemd())
@@ -426,7 +450,7 @@ class Daemon:
         """One look at Slurm for every open attempt; False if Slurm could not be asked."""
         self._flown = set(self.in_flight)
         open_attempts = self.store.open_attempts()
-        if not open_attempts and not self.store.list_runs(include_final=False):
+        if not open_attempts and not self.exit_codes_owed and not self.store.list_runs(include_final=False):
             return True
         try:
             squeue = await self.slurm.squeue()
@@ -434,7 +458,7 @@ class Daemon:
             self._went_blind(str(exc))
             return False
         sacct: list[JobObservation] | None = None
-        ids = sacct_needed(open_attempts, squeue)
+        ids = sacct_needed(open_attempts, squeue) + [o.job_id for o in self.exit_codes_owed.values()]
         seen_tags = {o.tag for o in squeue if o.tag}
         lost_intents = [
             a.tag
@@ -446,8 +470,12 @@ class Daemon:
         try:
             sacct = await self.slurm.sacct(ids, names=lost_intents) if (ids or lost_intents) else []
         except SlurmError as exc:
-            log.warning("sacct failed; concluding nothing about missing jobs", error=str(exc))
+            self._accounting_unavailable(str(exc))
             sacct = None
+        else:
+            if ids or lost_intents:
+                self._accounting_restored()
+            self._record_owed_exit_codes(sacct)
         self._sight_restored()
         updates = reconcile(
             open_attempts,
@@ -481,6 +509,64 @@ class Daemon:
                     fields={"name": "shepherd daemon"},
                 )
             )
+
+    def _accounting_unavailable(self, error: str) -> None:
+        """sacct failed while squeue answers (slurmdbd down, say): say so once per outage."""
+        if self.accounting_down_since is None:
+            self.accounting_down_since = self.clock()
+            log.warning(
+                "slurm accounting (sacct) unavailable: jobs are tracked with squeue alone, nothing is"
+                " concluded from a job's absence, exit codes are recorded when sacct answers again",
+                error=error,
+            )
+        else:
+            log.debug("sacct still unavailable", error=error)
+
+    def _accounting_restored(self) -> None:
+        if self.accounting_down_since is not None:
+            down_for = self.clock() - self.accounting_down_since
+            log.info("slurm accounting (sacct) answers again", down_for_s=round(down_for, 1))
+            self.accounting_down_since = None
+
+    def _record_owed_exit_codes(self, sacct: list[JobObservation]) -> None:
+        """Exit codes of attempts that ended while sacct could not tell them, now that it can."""
+        now = self.clock()
+        for obs in sacct:
+            key = obs.tag
+            owed = self.exit_codes_owed.get(key) if key is not None else None
+            if key is None or owed is None or obs.job_id != owed.job_id:
+                continue
+            if not obs.state.is_terminal or obs.exit_code is None:
+                continue  # sacct lags: slurmctld has not sent it the job's end yet
+            del self.exit_codes_owed[key]
+            attempt = self.store.get_attempt(*key)
+            if attempt is None or attempt.exit_code is not None:
+                continue
+            self.store.observe_attempt(
+                key[0],
+                key[1],
+                slurm_state=attempt.slurm_state or obs.state.value,
+                reason=attempt.reason,
+                nodes=obs.nodes,
+                exit_code=obs.exit_code,
+            )
+            msg = (
+                f"attempt {key[1]} exit code {obs.exit_code}"
+                + (f" (signal {obs.signal})" if obs.signal else "")
+                + f", state {obs.state.value}: recorded from sacct once accounting answered"
+            )
+            self.store.add_event(
+                key[0],
+                key[1],
+                "exit-code",
+                msg,
+                {"state": obs.state.value, "exit_code": obs.exit_code, "signal": obs.signal},
+            )
+            log.info("exit code recorded late", run_id=key[0], attempt=key[1], exit_code=obs.exit_code)
+        for key, owed in list(self.exit_codes_owed.items()):
+            if now - owed.since > OWED_EXIT_CODE_MAX_AGE_S:
+                del self.exit_codes_owed[key]
+                log.warning("sacct never gave this job's exit code", run_id=key[0], attempt=key[1])
 
     def _sight_restored(self) -> None:
         if self.blind_since is not None:
@@ -565,6 +651,10 @@ class Daemon:
             started=started,
             unknown_since=missing_since,
         )
+        # Settled on squeue's word alone (30 s after it showed the end): sacct could not give the exit code.
+        exit_code_owed = ended and obs.exit_code is None and obs.source == "squeue"
+        if exit_code_owed:
+            self.exit_codes_owed[(run_id, n)] = OwedExitCode(obs.job_id, self.clock())
         if ended:
             crash_point("after-ended")
         if not run.state.is_final and run.state not in (RunState.BACKOFF, RunState.QUEUED):
@@ -593,16 +683,29 @@ class Daemon:
                 at=self.clock(),
             )
             if ended:
+                why = ""
+                if exit_code_owed:
+                    why = " (exit code not known yet: " + (
+                        "Slurm accounting (sacct) unavailable; recorded when it answers)"
+                        if self.accounting_down_since is not None
+                        else "sacct has no record of the job yet)"
+                    )
                 self.store.add_event(
                     run_id,
                     n,
                     "ended",
                     f"attempt {n} ended {obs.state.value}"
-                    + (f" exit {obs.exit_code}" if obs.exit_code is not None else ""),
-                    {"state": obs.state.value, "exit_code": obs.exit_code},
+                    + (f" exit {obs.exit_code}" if obs.exit_code is not None else "")
+                    + why,
+                    {"state": obs.state.value, "exit_code": obs.exit_code, "exit_code_owed": exit_code_owed},
                 )
                 log.info(
-                    "job ended", run_id=run_id, attempt=n, state=obs.state.value, exit_code=obs.exit_code
+                    "job ended",
+                    run_id=run_id,
+                    attempt=n,
+                    state=obs.state.value,
+                    exit_code=obs.exit_code,
+                    **({"exit_code_owed": True} if exit_code_owed else {}),
                 )
             await self._emit(run_id, n, event)
 
@@ -648,4 +751,8 @@ class Daemon:
         counts: dict[str, int] = {}
         for r in runs:
             counts[r.state.value] = counts.get(r.state.value, 0) + 1
-        return {"counts": counts, "blind_since": self.blind_since}
+        return {
+            "counts": counts,
+            "blind_since": self.blind_since,
+            "accounting_down_since": self.accounting_down_since,
+        }

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from supervisor.slack import incidents as inc_
-from supervisor.slack.notifier import Notifier
+from supervisor.slack.notifier import Notifier, OutboxSender
 from supervisor.slack.schema import open_db
 from supervisor.testing.slack_standin import SlackStandin
 from tests.slack.test_notifier import Clock, stack
@@ -24,6 +25,23 @@ GROUPING = {
     "repeat_interval_s": 3600.0,
     "resolve_after_s": 60.0,
 }
+
+
+@dataclass
+class Opened:
+    """A run `a-1` (gsm8k-a) with its thread opened, under GROUPING timings and a hand-driven clock."""
+
+    clock: Clock
+    notifier: Notifier
+    sender: OutboxSender
+
+
+@pytest.fixture
+def opened(db: sqlite3.Connection, standin: SlackStandin) -> Opened:
+    clock = Clock()
+    notifier, sender, _ = stack(db, standin, clock=clock, **GROUPING)
+    notifier.run_opened("a-1", "gsm8k-a", "", "1001")
+    return Opened(clock, notifier, sender)
 
 
 def in_thread(standin: SlackStandin) -> list[dict[str, Any]]:
@@ -80,11 +98,9 @@ async def test_a_burst_of_50_related_events_in_a_minute_is_one_incident_message_
 
 
 async def test_a_child_alert_is_inhibited_by_its_parent_and_shown_only_inside_its_incident(
-    db: sqlite3.Connection, standin: SlackStandin
+    opened: Opened, standin: SlackStandin
 ) -> None:
-    clock = Clock()
-    notifier, sender, _ = stack(db, standin, clock=clock, **GROUPING)
-    notifier.run_opened("a-1", "gsm8k-a", "", "1001")
+    clock, notifier, sender = opened.clock, opened.notifier, opened.sender
     notifier.event("a-1", "resumed", "node-failure: node2 is down", level="warning", rule="node-failure")
     for rank in range(8):
         notifier.event(
@@ -106,11 +122,9 @@ async def test_a_child_alert_is_inhibited_by_its_parent_and_shown_only_inside_it
 
 
 async def test_alerts_wait_for_the_group_but_a_decision_goes_out_at_once_with_them_under_it(
-    db: sqlite3.Connection, standin: SlackStandin
+    opened: Opened, standin: SlackStandin
 ) -> None:
-    clock = Clock()
-    notifier, sender, _ = stack(db, standin, clock=clock, **GROUPING)
-    notifier.run_opened("a-1", "gsm8k-a", "", "1001")
+    notifier, sender = opened.notifier, opened.sender
     assert (
         notifier.event("a-1", "alert", "nccl-error: rank 1 timeout", level="error", rule="nccl-error") is None
     )
@@ -126,11 +140,9 @@ async def test_alerts_wait_for_the_group_but_a_decision_goes_out_at_once_with_th
 
 
 async def test_anything_else_about_the_run_ends_the_group_wait_so_the_thread_stays_in_order(
-    db: sqlite3.Connection, standin: SlackStandin
+    opened: Opened, standin: SlackStandin
 ) -> None:
-    clock = Clock()
-    notifier, sender, _ = stack(db, standin, clock=clock, **GROUPING)
-    notifier.run_opened("a-1", "gsm8k-a", "", "1001")
+    notifier, sender = opened.notifier, opened.sender
     notifier.event("a-1", "alert", "qos-pending: QOSMaxGRESPerUser for 30m", level="warning")
     notifier.event("a-1", "submitted", "attempt 2 submitted as Slurm job 1002")
     await sender.drain()
@@ -141,11 +153,9 @@ async def test_anything_else_about_the_run_ends_the_group_wait_so_the_thread_sta
 
 
 async def test_a_resumed_attempt_that_stays_up_resolves_the_incident_with_a_message(
-    db: sqlite3.Connection, standin: SlackStandin
+    opened: Opened, standin: SlackStandin
 ) -> None:
-    clock = Clock()
-    notifier, sender, _ = stack(db, standin, clock=clock, **GROUPING)
-    notifier.run_opened("a-1", "gsm8k-a", "", "1001")
+    clock, notifier, sender = opened.clock, opened.notifier, opened.sender
     notifier.event("a-1", "resumed", "cuda-oom: resuming from step_40", level="warning", rule="cuda-oom")
     notifier.event("a-1", "started", "attempt 2 running on node1")
     clock.t += GROUPING["resolve_after_s"] - 1
@@ -159,11 +169,9 @@ async def test_a_resumed_attempt_that_stays_up_resolves_the_incident_with_a_mess
 
 
 async def test_a_new_failure_while_recovering_keeps_the_same_incident(
-    db: sqlite3.Connection, standin: SlackStandin
+    opened: Opened, standin: SlackStandin
 ) -> None:
-    clock = Clock()
-    notifier, sender, _ = stack(db, standin, clock=clock, **GROUPING)
-    notifier.run_opened("a-1", "gsm8k-a", "", "1001")
+    clock, notifier, sender = opened.clock, opened.notifier, opened.sender
     notifier.event("a-1", "resumed", "cuda-oom: resuming from step_40", level="warning", rule="cuda-oom")
     notifier.event("a-1", "started", "attempt 2 running")
     clock.t += 20

@@ -8,6 +8,7 @@ intent and asks Slurm by tag whether the job exists, instead of guessing.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import sqlite3
 import time
@@ -262,6 +263,16 @@ class Store:
         return int(self.db.execute("PRAGMA user_version").fetchone()[0])
 
     def migrate(self) -> None:
+        """Bring the schema up to date. The daemon and a CLI may open a new store at the same moment: the
+        version is re-read under an exclusive lock file, so each migration runs once."""
+        if self.schema_version == len(MIGRATIONS) or str(self.path) == ":memory:":
+            self._migrate_locked()
+            return
+        with open(f"{self.path}.migrate-lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._migrate_locked()
+
+    def _migrate_locked(self) -> None:
         version = self.schema_version
         if version > len(MIGRATIONS):
             raise StoreError(

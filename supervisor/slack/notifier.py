@@ -263,7 +263,8 @@ class Notifier:
                         inc.recovering_since = None
                         self._save_incident(db, inc)
                     elif kind in inc_.RESOLVE_NOW_KINDS:
-                        self._resolve_incident(db, thread, inc, title, now)
+                        why = "the run completed" if kind == "completed" else title
+                        self._resolve_incident(db, thread, inc, why, now)
                     elif kind in inc_.RESOLVE_STABLE_KINDS:
                         inc.recovering_since = now
                         self._save_incident(db, inc)

@@ -199,6 +199,9 @@ async def test_completion_and_an_ended_run_resolve_at_once(
     notifier.event("b-1", "gave_up", "cuda-oom twice", level="error", needs_human=True)
     await sender.drain()
     assert notifier.incidents("a-1") == [] and len(notifier.incidents("b-1")) == 1
+    a_thread = standin.thread(standin.top_level()[0]["ts"])
+    assert "the run completed" in a_thread[-1]["text"]
+    assert sum("a-1 completed" in m["text"] for m in a_thread) == 1  # the completion is said once
     states["b-1"] = "CANCELLED"  # cancelled on the command line: no one will be reminded of it
     await sender.drain()
     assert notifier.incidents() == []

@@ -2,6 +2,7 @@
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,3 +62,25 @@ def test_cursors_round_trip(tmp_path: Path) -> None:
     s.save_cursor("/a.log", 7, 100, 3)
     s.save_cursor("/a.log", 7, 200, 5)
     assert s.load_cursor("/a.log") == (7, 200, 5)
+
+
+def test_processes_opening_a_new_store_at_once_each_migrate_it_once(tmp_path: Path) -> None:
+    """The daemon and a CLI call can create the store at the same moment (seen in CI: `table progress
+    already exists`); the migration lock makes the second one wait and find the work done."""
+    import multiprocessing as mp
+
+    path = tmp_path / "state" / "shepherd.sqlite3"
+    ctx = mp.get_context("fork")
+    start = ctx.Barrier(6)
+    procs = [ctx.Process(target=_open_store_after, args=(start, path)) for _ in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * 6
+    assert Store(path).schema_version == len(MIGRATIONS)
+
+
+def _open_store_after(start: Any, path: Path) -> None:
+    start.wait()
+    Store(path).close()

@@ -356,7 +356,9 @@ class Monitor:
             w.tb = TensorBoardWatcher(log_dir, load=lambda path: self._load_tb_cursor(w, path))
         # Listing the exp dirs is metadata-server load on Lustre/GPFS: done with the log files' re-listing;
         # the known files are read on every call.
-        scalars = w.tb.read(rescan=w.tb_rescan)
+        # An ended attempt only drains the files it knows: a newer exp_NNN/ is the next attempt's (the
+        # cursors are per file, so reading it here would take its scalars away from that attempt).
+        scalars = w.tb.read(rescan=w.tb_rescan and w.ended_at is None)
         w.tb_rescan = False
         for path, cursor in w.tb.cursors().items():
             if w.tb_saved.get(path) != cursor:

@@ -270,3 +270,19 @@ def test_the_nemo_rl_stand_ins_event_files_are_real_and_seen(root: Path, daemon:
     ]
     [m] = daemon.tick()
     assert m.rule == "reward-nan" and "at step 3" in m.reason
+
+
+def test_an_ended_attempt_leaves_the_next_attempts_exp_dir_alone(root: Path, daemon: Daemon) -> None:
+    """Seen in CI: attempt 1's watch, still draining, took attempt 2's NaN from exp_002 (cursors are per
+    file), so attempt 2 never saw it. An ended attempt reads only the files it already knew."""
+    tb = writer(root, exp=1)
+    log(tb, 1, 0.1)
+    tb.close()
+    assert len(daemon.events()) == 2
+    daemon.w.ended_at = daemon.clock.now  # attempt 1 ended; the resume starts a new NeMo RL exp dir
+    nan = writer(root, exp=2)
+    log(nan, 28, float("nan"))
+    nan.close()
+    assert daemon.events() == []
+    path = str(next(tb_dir(root, 2).iterdir()))
+    assert daemon.built.daemon.store.load_cursor(path) is None  # left whole for attempt 2's watch

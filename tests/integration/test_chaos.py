@@ -16,7 +16,6 @@ A parametrised companion kills once at each named point, deterministically, with
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -31,12 +30,13 @@ from typing import Any
 import pytest
 
 from supervisor.faultpoints import POINTS
+from tests.support import specs
 from tests.support.daemon import REPO, DaemonProcess, wait_for
+from tests.support.specs import fake_argv, records
 from tests.support.standin_thread import StandinThread
 
 pytestmark = pytest.mark.slurm
 PLAIN = REPO / "tests" / "support" / "plain.sub"
-FAKE = REPO / "tests" / "support" / "fake_failure.py"
 CHANNEL = "C0CHAOS"
 SEED = int(os.environ.get("SHEPHERD_CHAOS_SEED", "20251121"))
 KILLS = 32
@@ -82,22 +82,8 @@ def sup(tmp_path: Path, slurm_cluster: Any, slack: StandinThread) -> Iterator[Da
 
 
 def write_spec(tmp: Path, name: str, kind: str) -> Path:
-    ck = tmp / name / "ckpt"
-    ck.mkdir(parents=True)
-    rec = tmp / name / "record.jsonl"
-    argv = ["python", str(FAKE), kind, "--record", str(rec), "--checkpoint-dir", str(ck), "--sleep", "1"]
-    text = [
-        f"name: {name}",
-        f"command: {json.dumps(argv)}",
-        f"workdir: {tmp}",
-        "slurm: {cpus: 1, time: '00:10:00'}",
-        f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
-        "resume: {backoff_s: 0, pass_checkpoint: ['--resume-from', '{checkpoint}']}",
-        f"shared_cache_dir: {tmp / 'shared-cache'}",
-    ]
-    path = tmp / f"{name}.yaml"
-    path.write_text("\n".join(text) + "\n")
-    return path
+    argv = fake_argv(tmp, name, kind, "--sleep", "1")
+    return specs.write_spec(tmp, name, argv, shared_cache_dir=tmp / "shared-cache")
 
 
 def slurm_jobs(env: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -139,11 +125,6 @@ def outbox_drained(sup: DaemonProcess) -> bool:
 def decisions_settled(sup: DaemonProcess) -> bool:
     with db(sup) as con:
         return con.execute("SELECT COUNT(*) FROM decisions WHERE outcome = ''").fetchone()[0] == 0
-
-
-def records(tmp: Path, name: str) -> list[dict[str, Any]]:
-    f = tmp / name / "record.jsonl"
-    return [json.loads(line) for line in f.read_text().splitlines()] if f.exists() else []
 
 
 def check_invariants(

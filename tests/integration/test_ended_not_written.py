@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from tests.support.daemon import REPO, DaemonProcess, wait_for
+from tests.support.specs import fake_argv, write_spec
 
 pytestmark = pytest.mark.slurm
 LAUNCHER = REPO / "tests" / "support" / "hung_cleanup.sub"
-FAKE = REPO / "tests" / "support" / "fake_failure.py"
 RULE = "ended-not-written"
 
 
@@ -38,22 +38,7 @@ def sup(tmp_path_factory: pytest.TempPathFactory, slurm_cluster: Any) -> Any:
 
 
 def spec(tmp: Path, name: str, env: dict[str, str]) -> Path:
-    ck = tmp / name / "ckpt"
-    ck.mkdir(parents=True)
-    rec = tmp / name / "record.jsonl"
-    argv = ["python", str(FAKE), "silent", "--record", str(rec), "--checkpoint-dir", str(ck)]
-    lines = [
-        f"name: {name}",
-        f"command: {json.dumps(argv)}",
-        f"workdir: {tmp}",
-        "slurm: {cpus: 1, time: '00:10:00'}",
-        f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
-        "resume: {backoff_s: 0, pass_checkpoint: ['--resume-from', '{checkpoint}']}",
-        f"env: {json.dumps(env)}",
-    ]
-    path = tmp / f"{name}.yaml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_spec(tmp, name, fake_argv(tmp, name, "silent"), env=env)
 
 
 def decisions(sup: DaemonProcess, run: str) -> list[dict[str, Any]]:

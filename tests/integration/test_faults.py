@@ -6,7 +6,6 @@ docs/reliability.md and docs/security.md point here.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -19,9 +18,9 @@ import pytest
 
 from supervisor.intake import queue_dir_problem
 from tests.support.daemon import REPO, DaemonProcess, wait_for
+from tests.support.specs import fake_argv, records, write_spec
 
 PLAIN = REPO / "tests" / "support" / "plain.sub"
-FAKE = REPO / "tests" / "support" / "fake_failure.py"
 FINAL = {"COMPLETED", "FAILED", "GAVE_UP", "CANCELLED", "LOST"}
 
 
@@ -71,30 +70,7 @@ def sup(tmp_path: Path, slurm_cluster: Any) -> Iterator[DaemonProcess]:
 
 
 def fake_spec(tmp: Path, name: str, kind: str, *extra: str) -> Path:
-    ck = tmp / name / "ckpt"
-    ck.mkdir(parents=True)
-    rec = tmp / name / "record.jsonl"
-    argv = ["python", str(FAKE), kind, "--record", str(rec), "--checkpoint-dir", str(ck), *extra]
-    path = tmp / f"{name}.yaml"
-    path.write_text(
-        "\n".join(
-            [
-                f"name: {name}",
-                f"command: {json.dumps(argv)}",
-                f"workdir: {tmp}",
-                "slurm: {cpus: 1, time: '00:10:00'}",
-                f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
-                "resume: {backoff_s: 0, pass_checkpoint: ['--resume-from', '{checkpoint}']}",
-            ]
-        )
-        + "\n"
-    )
-    return path
-
-
-def records(tmp: Path, name: str) -> list[dict[str, Any]]:
-    f = tmp / name / "record.jsonl"
-    return [json.loads(line) for line in f.read_text().splitlines()] if f.exists() else []
+    return write_spec(tmp, name, fake_argv(tmp, name, kind, *extra))
 
 
 @pytest.mark.slurm

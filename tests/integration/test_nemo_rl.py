@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.daemon import REPO, DaemonProcess, wait_for
+from tests.support.specs import write_spec
 
 pytestmark = pytest.mark.slurm
 PLAIN = REPO / "tests" / "support" / "plain.sub"
@@ -28,23 +29,20 @@ def sup(tmp_path_factory: pytest.TempPathFactory, slurm_cluster: Any) -> Any:
     d.stop()
 
 
-def spec(tmp: Path, name: str, *extra: str, more: tuple[str, ...] = ()) -> tuple[Path, Path]:
+def spec(tmp: Path, name: str, *extra: str, rules: str = "", **top: object) -> tuple[Path, Path]:
     ck = tmp / name / "results"
     rec = tmp / name / "record.jsonl"
-    ck.mkdir(parents=True)
     argv = ["python", str(STANDIN), f"checkpointing.checkpoint_dir={ck}", "--record", str(rec), *extra]
-    text = [
-        f"name: {name}",
-        f"command: {json.dumps(argv)}",
-        f"workdir: {tmp}",
-        "slurm: {cpus: 1, time: '00:10:00'}",
-        f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
-        "resume: {backoff_s: 0, checkpoint_dir_arg: ['checkpointing.checkpoint_dir={checkpoint_dir}']}",
-        f"shared_cache_dir: {tmp / 'shared-cache'}",
-        *more,
-    ]
-    path = tmp / f"{name}.yaml"
-    path.write_text("\n".join(text) + "\n")
+    path = write_spec(
+        tmp,
+        name,
+        argv,
+        checkpoint=ck,
+        checkpoint_arg="checkpoint_dir_arg: ['checkpointing.checkpoint_dir={checkpoint_dir}']",
+        rules=rules,
+        shared_cache_dir=tmp / "shared-cache",
+        **top,
+    )
     return path, ck
 
 
@@ -108,12 +106,9 @@ def test_tensorboard_only_scalars_feed_metric_rules_across_a_resume(
 ) -> None:
     """NeMo RL logs scalars only to TensorBoard, one exp_NNN/ per launch: the resumed attempt's new event
     file is read, its NaN reward fires a metric rule, and `status` shows the newest scalars."""
-    rules = tmp_path / "reward-nan.yaml"
-    rules.write_text(REWARD_NAN)
     logs = tmp_path / "nrl-tb" / "logs"
-    more = (f"trainer_log_dir: {logs}", f"rules: {{files: [{rules}]}}")
     argv = (f"logger.log_dir={logs}", "--fail-at", "25", "--steps", "30", "--nan-at", "28")
-    path, _ = spec(tmp_path, "nrl-tb", *argv, more=more)
+    path, _ = spec(tmp_path, "nrl-tb", *argv, rules=REWARD_NAN, trainer_log_dir=logs)
     run = sup.submit(path)
     final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
     assert final["state"] == "COMPLETED", sup.status(run)

@@ -6,17 +6,16 @@ launcher that keeps ray.sub's log layout but skips Ray so each attempt takes sec
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.daemon import REPO, DaemonProcess, wait_for
+from tests.support.specs import SLURM, fake_argv, records, write_spec
 
 pytestmark = pytest.mark.slurm
 PLAIN = REPO / "tests" / "support" / "plain.sub"
-FAKE = REPO / "tests" / "support" / "fake_failure.py"
 
 
 @pytest.fixture(scope="module")
@@ -29,34 +28,10 @@ def sup(tmp_path_factory: pytest.TempPathFactory, slurm_cluster: Any) -> Any:
 
 
 def spec(tmp: Path, name: str, kind: str, *extra: str, rules: str = "", resume: str = "", **top: str) -> Path:
-    ck = tmp / name / "ckpt"
-    rec = tmp / name / "record.jsonl"
-    ck.mkdir(parents=True)
-    argv = ["python", str(FAKE), kind, "--record", str(rec), "--checkpoint-dir", str(ck), *extra]
-    text = [
-        f"name: {name}",
-        f"command: {json.dumps(argv)}",
-        f"workdir: {tmp}",
-        "slurm: {cpus: 1, time: '00:10:00'}",
-        f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
-        "resume: {backoff_s: 0, pass_checkpoint: ['--resume-from', '{checkpoint}']"
-        + (f", {resume}" if resume else "")
-        + "}",
-        f"shared_cache_dir: {tmp / 'shared-cache'}",
-    ]
-    if rules:
-        rf = tmp / name / "rules.yaml"
-        rf.write_text(rules)
-        text.append(f"rules: {{files: [{rf}]}}")
-    text += [f"{k}: {v}" for k, v in top.items()]
-    path = tmp / f"{name}.yaml"
-    path.write_text("\n".join(text) + "\n")
-    return path
-
-
-def records(tmp: Path, name: str) -> list[dict[str, Any]]:
-    f = tmp / name / "record.jsonl"
-    return [json.loads(line) for line in f.read_text().splitlines()] if f.exists() else []
+    argv = fake_argv(tmp, name, kind, *extra)
+    return write_spec(
+        tmp, name, argv, rules=rules, resume=resume, shared_cache_dir=tmp / "shared-cache", **top
+    )
 
 
 def decisions(sup: DaemonProcess, run: str) -> list[dict[str, Any]]:
@@ -198,11 +173,7 @@ rules:
 def test_a_limit_pending_reason_fires_after_its_duration(sup: DaemonProcess, tmp_path: Path) -> None:
     # The `small` partition's MaxTime is 2 minutes: a 5-minute job pends with PartitionTimeLimit for ever.
     path = spec(tmp_path, "r-qos", "harmless", rules=QOS_SOON)
-    path.write_text(
-        path.read_text().replace(
-            "slurm: {cpus: 1, time: '00:10:00'}", "slurm: {cpus: 1, time: '00:05:00', partition: small}"
-        )
-    )
+    path.write_text(path.read_text().replace(SLURM, "slurm: {cpus: 1, time: '00:05:00', partition: small}"))
     run = sup.submit(path)
     d = wait_for(lambda: next(iter(decisions(sup, run)), None), 60, what="a pending decision")
     status = sup.status(run)

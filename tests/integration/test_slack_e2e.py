@@ -22,11 +22,11 @@ import pytest
 from supervisor.slack import blocks as bk
 from supervisor.slack.notifier import UNBOUNDED_KINDS
 from tests.support.daemon import REPO, DaemonProcess, wait_for
+from tests.support.specs import fake_argv, records, write_spec
 from tests.support.standin_thread import StandinThread
 
 pytestmark = pytest.mark.slurm
 PLAIN = REPO / "tests" / "support" / "plain.sub"
-FAKE = REPO / "tests" / "support" / "fake_failure.py"
 CHANNEL = "C0E2E"
 ALICE = "U0ALICE"  # in slack.authorised_users
 MALLORY = "U0MALLORY"  # not
@@ -77,35 +77,11 @@ def spec(
     tmp: Path, name: str, command: list[str], rules: str = "", resume: str = "", use_default: bool = True
 ) -> tuple[Path, Path]:
     """A spec file, and the run's checkpoint dir."""
-    ck = tmp / name / "ckpt"
-    ck.mkdir(parents=True)
-    lines = [
-        f"name: {name}",
-        f"command: {json.dumps(command)}",
-        f"workdir: {tmp}",
-        "slurm: {cpus: 1, time: '00:10:00'}",
-        f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
-        "resume: {backoff_s: 0, pass_checkpoint: ['--resume-from', '{checkpoint}']"
-        + (f", {resume}" if resume else "")
-        + "}",
-    ]
-    if rules:
-        rf = tmp / name / "rules.yaml"
-        rf.write_text(rules)
-        lines.append(f"rules: {{files: [{rf}], use_default: {str(use_default).lower()}}}")
-    path = tmp / f"{name}.yaml"
-    path.write_text("\n".join(lines) + "\n")
-    return path, ck
+    path = write_spec(tmp, name, command, rules=rules, resume=resume, use_default=use_default)
+    return path, tmp / name / "ckpt"
 
 
-def fake(tmp: Path, name: str, kind: str, *extra: str) -> list[str]:
-    ck, rec = tmp / name / "ckpt", tmp / name / "record.jsonl"
-    return ["python", str(FAKE), kind, "--record", str(rec), "--checkpoint-dir", str(ck), *extra]
-
-
-def records(tmp: Path, name: str) -> list[dict[str, Any]]:
-    f = tmp / name / "record.jsonl"
-    return [json.loads(line) for line in f.read_text().splitlines()] if f.exists() else []
+fake = fake_argv
 
 
 def db(sup: DaemonProcess) -> sqlite3.Connection:

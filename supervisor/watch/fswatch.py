@@ -63,8 +63,28 @@ SHARED_FS_MAGIC: dict[int, str] = {
 }
 SHARED_FS_NAMES = frozenset(
     {
-        "nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "9p", "afs", "ocfs2",
-        "gfs2", "panfs", "pvfs2", "orangefs", "wekafs", "glusterfs", "virtiofs", "cvmfs", "davfs", "nfsd",
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "lustre",
+        "gpfs",
+        "beegfs",
+        "ceph",
+        "9p",
+        "afs",
+        "ocfs2",
+        "gfs2",
+        "panfs",
+        "pvfs2",
+        "orangefs",
+        "wekafs",
+        "glusterfs",
+        "virtiofs",
+        "cvmfs",
+        "davfs",
+        "nfsd",
         "vboxsf",
     }
 )

@@ -222,7 +222,9 @@ def status_events(
     total = float(status.total_steps) if status.total_steps else None
     out = [ProgressEvent(run_id, attempt, "status", step, total, at, detail)]
     moved = previous is None or (status.step, status.phase, status.phase_done) != (
-        previous.step, previous.phase, previous.phase_done
+        previous.step,
+        previous.phase,
+        previous.phase_done,
     )
     if moved and status.step is not None:
         progress_at = status.last_progress_at if status.last_progress_at is not None else at

@@ -229,8 +229,11 @@ class Tailer:
             held = self._held.get(key)
             if held is None and cursor is not None and (st is None or st.st_ino != cursor.inode):
                 held = self._find_rotated(key, cursor.inode)
-            if cursor is not None and held is not None and held.inode == cursor.inode and (
-                st is None or st.st_ino != cursor.inode
+            if (
+                cursor is not None
+                and held is not None
+                and held.inode == cursor.inode
+                and (st is None or st.st_ino != cursor.inode)
             ):
                 # the path moved on (rotated or deleted): finish the old file through the held descriptor
                 old = self._drain(key, held.fd, cursor, os.fstat(held.fd).st_size, final=True)

@@ -78,11 +78,25 @@ def test_bar_events_use_rollouts_key_for_nemo_gyms_bar() -> None:
 
 
 STATUS = {
-    "state": "training", "step": 12, "total_steps": 100, "phase": "generating", "phase_done": 3,
-    "phase_total": 8, "rate": 1.5, "rate_unit": "step/s", "last_checkpoint": "/ck/step_10",
-    "best_checkpoint": {"path": "/ck/step_5", "metric": 0.9}, "best_metric": 0.9, "metric_name": "val:reward",
-    "exit_code": None, "error": None, "pid": 4242, "started_at": 1.0, "last_progress_at": 50.0,
-    "timestamp": 60.0, "new_field_from_a_newer_trainer": [1, 2],
+    "state": "training",
+    "step": 12,
+    "total_steps": 100,
+    "phase": "generating",
+    "phase_done": 3,
+    "phase_total": 8,
+    "rate": 1.5,
+    "rate_unit": "step/s",
+    "last_checkpoint": "/ck/step_10",
+    "best_checkpoint": {"path": "/ck/step_5", "metric": 0.9},
+    "best_metric": 0.9,
+    "metric_name": "val:reward",
+    "exit_code": None,
+    "error": None,
+    "pid": 4242,
+    "started_at": 1.0,
+    "last_progress_at": 50.0,
+    "timestamp": 60.0,
+    "new_field_from_a_newer_trainer": [1, 2],
 }
 
 

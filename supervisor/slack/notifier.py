@@ -283,6 +283,11 @@ class Notifier:
             except Exception:
                 log.exception("slack_run_state_failed", run_id=run_id)
                 state = None
+            # Most open incidents have nothing due (a gave-up run waits for days): look before taking the
+            # write lock, then look again under it.
+            inc = self._open_incident(self.db, run_id)
+            if inc is None or inc_.next_step(inc, now, self.timing, state) is None:
+                continue
             with transaction(self.db) as db:
                 inc = self._open_incident(db, run_id)
                 thread = self.thread(run_id)
@@ -312,7 +317,7 @@ class Notifier:
         return n
 
     def incidents(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        """Open incidents (for `shepherd status` and tests): run, headline, events, since."""
+        """Open incidents, for tests and tools (`shepherd status` reads the store): run, title, events."""
         sql = "SELECT run_id, headline, events, opened_at FROM slack_incidents WHERE resolved_at IS NULL"
         args: tuple[Any, ...] = ()
         if run_id is not None:

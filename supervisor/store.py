@@ -237,11 +237,15 @@ class Store:
         self.clock = clock
         self.db = sqlite3.connect(str(path), isolation_level=None, timeout=10.0, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=10000")
+        with self._setup_lock():
+            # Turning a new file to WAL can fail at once with "database is locked" when another process
+            # opens it at the same moment (SQLite skips the busy handler there to avoid a deadlock): so
+            # the journal mode is set under the same lock as the migration.
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self._migrate_locked()
+        self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
-        self.migrate()
 
     def close(self) -> None:
         self.db.close()
@@ -262,14 +266,20 @@ class Store:
     def schema_version(self) -> int:
         return int(self.db.execute("PRAGMA user_version").fetchone()[0])
 
-    def migrate(self) -> None:
-        """Bring the schema up to date. The daemon and a CLI may open a new store at the same moment: the
-        version is re-read under an exclusive lock file, so each migration runs once."""
-        if self.schema_version == len(MIGRATIONS) or str(self.path) == ":memory:":
-            self._migrate_locked()
+    @contextmanager
+    def _setup_lock(self) -> Iterator[None]:
+        """The daemon and a CLI may open a new store at the same moment: an exclusive lock file beside
+        the database serialises their setup, so each migration runs once."""
+        if str(self.path) == ":memory:":
+            yield
             return
         with open(f"{self.path}.migrate-lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    def migrate(self) -> None:
+        """Bring the schema up to date (the version is re-read under the setup lock)."""
+        with self._setup_lock():
             self._migrate_locked()
 
     def _migrate_locked(self) -> None:

@@ -66,19 +66,24 @@ def test_cursors_round_trip(tmp_path: Path) -> None:
 
 def test_processes_opening_a_new_store_at_once_each_migrate_it_once(tmp_path: Path) -> None:
     """The daemon and a CLI call can create the store at the same moment (seen in CI: `table progress
-    already exists`); the migration lock makes the second one wait and find the work done."""
+    already exists`, then `database is locked` from the switch to WAL); the setup lock makes the others
+    wait and find the work done. Several rounds, as one round rarely loses the race."""
     import multiprocessing as mp
 
-    path = tmp_path / "state" / "shepherd.sqlite3"
     ctx = mp.get_context("fork")
-    start = ctx.Barrier(6)
-    procs = [ctx.Process(target=_open_store_after, args=(start, path)) for _ in range(6)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-    assert [p.exitcode for p in procs] == [0] * 6
-    assert Store(path).schema_version == len(MIGRATIONS)
+    for round_ in range(20):
+        path = tmp_path / f"state-{round_}" / "shepherd.sqlite3"
+        start = ctx.Barrier(6)
+        procs = [ctx.Process(target=_open_store_after, args=(start, path)) for _ in range(6)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert [p.exitcode for p in procs] == [0] * 6, f"round {round_}"
+        store = Store(path)
+        assert store.schema_version == len(MIGRATIONS)
+        assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        store.close()
 
 
 def _open_store_after(start: Any, path: Path) -> None:

@@ -87,9 +87,13 @@ class Daemon:
         self.blind_since: float | None = None
         self._blind_alerted = False
         # sacct (slurmdbd) can be down while squeue answers: ends are settled from squeue, and their exit
-        # codes are asked for again until sacct has them (in memory: a restart forgets what is owed).
+        # codes are asked for again until sacct has them. The store is the record (an ended attempt with no
+        # exit code), so a restart picks up what is still owed.
         self.accounting_down_since: float | None = None
-        self.exit_codes_owed: dict[tuple[str, int], OwedExitCode] = {}
+        self.exit_codes_owed: dict[tuple[str, int], OwedExitCode] = {
+            (a.run_id, a.n): OwedExitCode(a.job_id or "", a.ended_at or 0.0)
+            for a in store.ended_without_exit_code(clock() - OWED_EXIT_CODE_MAX_AGE_S)
+        }
         self.last_poll_ok: float | None = None
         self.ready = anyio.Event()
         self.state_handlers: list[StateHandler] = []

@@ -462,6 +462,16 @@ class Store:
         ).fetchall()
         return [_attempt(r) for r in rows]
 
+    def ended_without_exit_code(self, ended_after: float) -> list[AttemptRow]:
+        """Attempts settled on squeue's word alone (sacct was down or lagging) whose exit code is still due:
+        the daemon asks sacct for them again after a restart."""
+        rows = self.db.execute(
+            "SELECT * FROM attempts WHERE state = ? AND exit_code IS NULL AND job_id IS NOT NULL"
+            " AND ended_at > ? ORDER BY run_id, n",
+            (AttemptState.ENDED, ended_after),
+        ).fetchall()
+        return [_attempt(r) for r in rows]
+
     def observe_attempt(
         self,
         run_id: str,

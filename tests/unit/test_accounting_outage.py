@@ -103,3 +103,46 @@ def test_an_end_seen_only_by_squeue_is_settled_and_its_exit_code_recorded_when_s
     assert "exit code 0" in late.message and "recorded from sacct" in late.message
     assert run_state() == RunState.COMPLETED
     assert [a.n for a in store.attempts("r1")] == [1]
+
+
+def test_a_daemon_restarted_during_the_outage_still_records_the_owed_exit_code(tmp_path: Path) -> None:
+    now = [1000.0]
+    store = Store(tmp_path / "s.sqlite3", clock=lambda: now[0])
+    slurm = FakeSlurm()
+    settings = Settings(root=tmp_path / "root")
+    first = Daemon(settings, store, slurm, clock=lambda: now[0])
+    store.create_run("r1", "r1", "{}", str(tmp_path / "spec.yaml"))
+    store.begin_attempt("r1", lambda n: make_job_name("r1", n), {})
+    store.attempt_submitted("r1", 1, "77")
+    slurm.queue = [job(JobState.COMPLETED)]
+    for _ in range(8):
+        assert anyio.run(first.poll_once)
+        now[0] += 5
+    assert ("r1", 1) in first.exit_codes_owed
+
+    restarted = Daemon(settings, store, slurm, clock=lambda: now[0])  # the first one was SIGKILLed
+    assert ("r1", 1) in restarted.exit_codes_owed
+    slurm.queue = []
+    slurm.accounting = [job(JobState.COMPLETED, exit_code=3, source="sacct")]
+    assert anyio.run(restarted.poll_once)
+    attempt = store.get_attempt("r1", 1)
+    assert attempt is not None and attempt.exit_code == 3
+    assert not restarted.exit_codes_owed
+    assert len([e for e in store.events("r1") if e.kind == "exit-code"]) == 1
+
+
+def test_exit_codes_owed_for_more_than_a_day_are_no_longer_asked_for_after_a_restart(tmp_path: Path) -> None:
+    now = [1000.0]
+    store = Store(tmp_path / "s.sqlite3", clock=lambda: now[0])
+    slurm = FakeSlurm()
+    settings = Settings(root=tmp_path / "root")
+    first = Daemon(settings, store, slurm, clock=lambda: now[0])
+    store.create_run("r1", "r1", "{}", str(tmp_path / "spec.yaml"))
+    store.begin_attempt("r1", lambda n: make_job_name("r1", n), {})
+    store.attempt_submitted("r1", 1, "77")
+    slurm.queue = [job(JobState.COMPLETED)]
+    for _ in range(8):
+        assert anyio.run(first.poll_once)
+        now[0] += 5
+    now[0] += 2 * 86400
+    assert not Daemon(settings, store, slurm, clock=lambda: now[0]).exit_codes_owed

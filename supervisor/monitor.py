@@ -4,7 +4,7 @@ For each attempt whose job may be alive: its Slurm output file and
 `<jobid>-logs/` folder (inotify, or polling on shared filesystems), the
 trainer's status.json and metrics.jsonl (or, when it writes none, its
 TensorBoard event files), the clock, and the Slurm states the poller reports.
-Lines and TensorBoard records are read from a persisted cursor and the cursor
+Lines, metrics.jsonl rows and TensorBoard records are read from a persisted cursor and the cursor
 is saved only after what they matched was dispatched, so a restart neither
 re-reads nor misses anything; a match that is seen twice is still decided once
 (the store's unique decision index).
@@ -124,6 +124,7 @@ class AttemptWatch:
     files: set[str] = field(default_factory=set)
     status: StatusReader | None = None
     metrics: MetricsReader | None = None
+    metrics_saved: FileCursor | None = None  # the metrics.jsonl cursor last staged for saving
     tb: TensorBoardWatcher | None = None  # the trainer's event files, read when it writes no metrics.jsonl
     tb_fed: bool = False  # TensorBoard scalars were fed: a metrics.jsonl appearing later is not read too
     tb_rescan: bool = True  # list the event files again on the next read (with the log files' re-listing)
@@ -162,6 +163,7 @@ class Monitor:
         self._by_path: dict[str, tuple[str, int]] = {}
         self._unsaved: set[str] = set()
         self._tb_unsaved: dict[str, tuple[int, int]] = {}  # event file -> (inode, offset) to save
+        self._metrics_unsaved: dict[str, FileCursor] = {}  # metrics.jsonl -> cursor to save
 
     # ---- which attempts are watched -----------------------------------------------------------------
     def ruleset_for(self, spec: JobSpec) -> RuleSet:
@@ -349,9 +351,15 @@ class Monitor:
         if w.metrics is None and not w.tb_fed:
             exp = newest_exp_dir(log_dir)
             if exp is not None and (exp / "metrics.jsonl").exists():
-                w.metrics = MetricsReader(exp / "metrics.jsonl")
+                jsonl = exp / "metrics.jsonl"
+                saved = self.store.load_cursor(str(jsonl))
+                w.metrics_saved = FileCursor(*saved) if saved else None
+                w.metrics = MetricsReader(jsonl, w.metrics_saved)
         if w.metrics is not None:
-            return to_metric_events(w.run_id, w.n, w.metrics.read().rows, now)
+            got = w.metrics.read()
+            if got.cursor is not None and w.metrics_saved != got.cursor:
+                w.metrics_saved = self._metrics_unsaved[str(w.metrics.path)] = got.cursor
+            return to_metric_events(w.run_id, w.n, got.rows, now)
         if w.tb is None:
             w.tb = TensorBoardWatcher(log_dir, load=lambda path: self._load_tb_cursor(w, path))
         # Listing the exp dirs is metadata-server load on Lustre/GPFS: done with the log files' re-listing;
@@ -429,6 +437,9 @@ class Monitor:
         for path, (inode, offset) in self._tb_unsaved.items():
             self.store.save_cursor(path, inode, offset, 0)
         self._tb_unsaved.clear()
+        for path, cursor in self._metrics_unsaved.items():
+            self.store.save_cursor(path, cursor.inode, cursor.offset, cursor.line_no)
+        self._metrics_unsaved.clear()
 
     async def dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
         try:

@@ -1,8 +1,8 @@
 """The monitor feeds TensorBoard scalars to metric rules when the trainer writes no metrics.jsonl (NeMo RL).
 
-Event files are read from cursors saved in the store after dispatch: more scalars give only the new events,
-a restarted daemon neither re-fires old scalars nor misses new ones, and metrics.jsonl, when present, is
-the only source (no double events).
+Event files (and metrics.jsonl) are read from cursors saved in the store after dispatch: more scalars give
+only the new events, a restarted daemon neither re-fires old scalars nor misses new ones, and metrics.jsonl,
+when present, is the only source (no double events).
 """
 
 from __future__ import annotations
@@ -286,3 +286,22 @@ def test_an_ended_attempt_leaves_the_next_attempts_exp_dir_alone(root: Path, dae
     assert daemon.events() == []
     path = str(next(tb_dir(root, 2).iterdir()))
     assert daemon.built.daemon.store.load_cursor(path) is None  # left whole for attempt 2's watch
+
+
+def test_a_restarted_daemon_reads_metrics_jsonl_from_where_it_stopped(root: Path) -> None:
+    exp = root / "logs" / "exp_001"
+    exp.mkdir(parents=True)
+    jsonl = exp / "metrics.jsonl"
+    jsonl.write_text(
+        json.dumps({"step": 1, "train/reward": 0.1}) + "\n" + json.dumps({"step": 2, "train/reward": 0.2})
+    )
+    first = Daemon(root)
+    assert points(first.events()) == [("train/reward", 1)]  # step 2's line is not finished yet
+    first.close()
+
+    with open(jsonl, "a") as fh:
+        fh.write("\n" + json.dumps({"step": 3, "train/reward": 0.3}) + "\n")
+    second = Daemon(root)
+    assert [s for _, s in points(second.events())] == [2, 3]  # neither step 1 again nor a half line
+    assert second.events() == []
+    second.close()

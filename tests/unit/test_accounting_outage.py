@@ -105,8 +105,8 @@ def test_an_end_seen_only_by_squeue_is_settled_and_its_exit_code_recorded_when_s
     assert [a.n for a in store.attempts("r1")] == [1]
 
 
-def test_a_daemon_restarted_during_the_outage_still_records_the_owed_exit_code(tmp_path: Path) -> None:
-    now = [1000.0]
+def ended_during_outage(tmp_path: Path, now: list[float]) -> tuple[Store, FakeSlurm, Settings]:
+    """A daemon saw attempt r1/1 end with slurmdbd down and settled it on squeue's word: its code is owed."""
     store = Store(tmp_path / "s.sqlite3", clock=lambda: now[0])
     slurm = FakeSlurm()
     settings = Settings(root=tmp_path / "root")
@@ -119,7 +119,12 @@ def test_a_daemon_restarted_during_the_outage_still_records_the_owed_exit_code(t
         assert anyio.run(first.poll_once)
         now[0] += 5
     assert ("r1", 1) in first.exit_codes_owed
+    return store, slurm, settings
 
+
+def test_a_daemon_restarted_during_the_outage_still_records_the_owed_exit_code(tmp_path: Path) -> None:
+    now = [1000.0]
+    store, slurm, settings = ended_during_outage(tmp_path, now)
     restarted = Daemon(settings, store, slurm, clock=lambda: now[0])  # the first one was SIGKILLed
     assert ("r1", 1) in restarted.exit_codes_owed
     slurm.queue = []
@@ -133,16 +138,6 @@ def test_a_daemon_restarted_during_the_outage_still_records_the_owed_exit_code(t
 
 def test_exit_codes_owed_for_more_than_a_day_are_no_longer_asked_for_after_a_restart(tmp_path: Path) -> None:
     now = [1000.0]
-    store = Store(tmp_path / "s.sqlite3", clock=lambda: now[0])
-    slurm = FakeSlurm()
-    settings = Settings(root=tmp_path / "root")
-    first = Daemon(settings, store, slurm, clock=lambda: now[0])
-    store.create_run("r1", "r1", "{}", str(tmp_path / "spec.yaml"))
-    store.begin_attempt("r1", lambda n: make_job_name("r1", n), {})
-    store.attempt_submitted("r1", 1, "77")
-    slurm.queue = [job(JobState.COMPLETED)]
-    for _ in range(8):
-        assert anyio.run(first.poll_once)
-        now[0] += 5
+    store, slurm, settings = ended_during_outage(tmp_path, now)
     now[0] += 2 * 86400
     assert not Daemon(settings, store, slurm, clock=lambda: now[0]).exit_codes_owed

@@ -160,7 +160,7 @@ def test_the_installed_user_unit_runs_under_a_real_systemd_user_manager(
     up = um.show()
     assert (up["ActiveState"], up["SubState"]) == ("active", "running"), up
     assert up["StatusText"].startswith("runs 0 active"), up
-    assert "daemon ready" in daemon_log.read_text()
+    wait_for(lambda: "daemon ready" in daemon_log.read_text(), timeout=20, what="the ready log line")
     wait_for(lambda: int(um.show()["WatchdogTimestampMonotonic"]) > 0, timeout=20, what="WATCHDOG=1")
 
     # Under NoNewPrivileges, the seccomp filter and the address-family list, sbatch and squeue still work.

@@ -13,7 +13,6 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,14 +50,6 @@ StateHandler = Callable[[RunRow, AttemptRow, StateEvent], Awaitable[None]]
 OWED_EXIT_CODE_MAX_AGE_S = 86400.0  # stop asking sacct for an exit code after a day
 
 
-@dataclass(frozen=True, slots=True)
-class OwedExitCode:
-    """An attempt settled on squeue's terminal state alone (sacct down or lagging): its exit code is due."""
-
-    job_id: str
-    since: float
-
-
 class Daemon:
     def __init__(
         self,
@@ -87,13 +78,8 @@ class Daemon:
         self.blind_since: float | None = None
         self._blind_alerted = False
         # sacct (slurmdbd) can be down while squeue answers: ends are settled from squeue, and their exit
-        # codes are asked for again until sacct has them. The store is the record (an ended attempt with no
-        # exit code), so a restart picks up what is still owed.
+        # codes are asked for again until sacct has them (see exit_codes_owed).
         self.accounting_down_since: float | None = None
-        self.exit_codes_owed: dict[tuple[str, int], OwedExitCode] = {
-            (a.run_id, a.n): OwedExitCode(a.job_id or "", a.ended_at or 0.0)
-            for a in store.ended_without_exit_code(clock() - OWED_EXIT_CODE_MAX_AGE_S)
-        }
         self.last_poll_ok: float | None = None
         self.ready = anyio.Event()
         self.state_handlers: list[StateHandler] = []
@@ -173,6 +159,13 @@ class Daemon:
             down_for = format_duration(self.clock() - self.accounting_down_since)
             notes = (f"accounting: sacct unavailable for {down_for}, exit codes wait",)
         return StatusSummary(active=active, pending=pending, failed=failed, blind_for_s=blind, notes=notes)
+
+    @property
+    def exit_codes_owed(self) -> dict[tuple[str, int], str]:
+        """Job id by attempt, for ended attempts whose exit code sacct has not given yet. The store is the
+        only record (an ended attempt without an exit code), so a restart goes on asking; for a day."""
+        since = self.clock() - OWED_EXIT_CODE_MAX_AGE_S
+        return {(a.run_id, a.n): a.job_id or "" for a in self.store.ended_without_exit_code(since)}
 
     def status_line(self) -> str:
         return format_status(self.status_summary_for_systemd())
@@ -454,7 +447,8 @@ class Daemon:
         """One look at Slurm for every open attempt; False if Slurm could not be asked."""
         self._flown = set(self.in_flight)
         open_attempts = self.store.open_attempts()
-        if not open_attempts and not self.exit_codes_owed and not self.store.list_runs(include_final=False):
+        owed = self.exit_codes_owed
+        if not open_attempts and not owed and not self.store.list_runs(include_final=False):
             return True
         try:
             squeue = await self.slurm.squeue()
@@ -462,7 +456,7 @@ class Daemon:
             self._went_blind(str(exc))
             return False
         sacct: list[JobObservation] | None = None
-        ids = sacct_needed(open_attempts, squeue) + [o.job_id for o in self.exit_codes_owed.values()]
+        ids = sacct_needed(open_attempts, squeue) + list(owed.values())
         seen_tags = {o.tag for o in squeue if o.tag}
         lost_intents = [
             a.tag
@@ -479,7 +473,7 @@ class Daemon:
         else:
             if ids or lost_intents:
                 self._accounting_restored()
-            self._record_owed_exit_codes(sacct)
+            self._record_owed_exit_codes(sacct, owed)
         self._sight_restored()
         updates = reconcile(
             open_attempts,
@@ -532,17 +526,14 @@ class Daemon:
             log.info("slurm accounting (sacct) answers again", down_for_s=round(down_for, 1))
             self.accounting_down_since = None
 
-    def _record_owed_exit_codes(self, sacct: list[JobObservation]) -> None:
+    def _record_owed_exit_codes(self, sacct: list[JobObservation], owed: dict[tuple[str, int], str]) -> None:
         """Exit codes of attempts that ended while sacct could not tell them, now that it can."""
-        now = self.clock()
         for obs in sacct:
             key = obs.tag
-            owed = self.exit_codes_owed.get(key) if key is not None else None
-            if key is None or owed is None or obs.job_id != owed.job_id:
+            if key is None or owed.get(key) != obs.job_id:
                 continue
             if not obs.state.is_terminal or obs.exit_code is None:
                 continue  # sacct lags: slurmctld has not sent it the job's end yet
-            del self.exit_codes_owed[key]
             attempt = self.store.get_attempt(*key)
             if attempt is None or attempt.exit_code is not None:
                 continue
@@ -567,10 +558,6 @@ class Daemon:
                 {"state": obs.state.value, "exit_code": obs.exit_code, "signal": obs.signal},
             )
             log.info("exit code recorded late", run_id=key[0], attempt=key[1], exit_code=obs.exit_code)
-        for key, owed in list(self.exit_codes_owed.items()):
-            if now - owed.since > OWED_EXIT_CODE_MAX_AGE_S:
-                del self.exit_codes_owed[key]
-                log.warning("sacct never gave this job's exit code", run_id=key[0], attempt=key[1])
 
     def _sight_restored(self) -> None:
         if self.blind_since is not None:
@@ -657,8 +644,6 @@ class Daemon:
         )
         # Settled on squeue's word alone (30 s after it showed the end): sacct could not give the exit code.
         exit_code_owed = ended and obs.exit_code is None and obs.source == "squeue"
-        if exit_code_owed:
-            self.exit_codes_owed[(run_id, n)] = OwedExitCode(obs.job_id, self.clock())
         if ended:
             crash_point("after-ended")
         if not run.state.is_final and run.state not in (RunState.BACKOFF, RunState.QUEUED):

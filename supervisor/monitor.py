@@ -162,8 +162,7 @@ class Monitor:
         self._rulesets: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], RuleSet] = {}
         self._by_path: dict[str, tuple[str, int]] = {}
         self._unsaved: set[str] = set()
-        self._tb_unsaved: dict[str, tuple[int, int]] = {}  # event file -> (inode, offset) to save
-        self._metrics_unsaved: dict[str, FileCursor] = {}  # metrics.jsonl -> cursor to save
+        self._scalar_cursors: dict[str, FileCursor] = {}  # metrics.jsonl or event file -> cursor to save
 
     # ---- which attempts are watched -----------------------------------------------------------------
     def ruleset_for(self, spec: JobSpec) -> RuleSet:
@@ -358,7 +357,7 @@ class Monitor:
         if w.metrics is not None:
             got = w.metrics.read()
             if got.cursor is not None and w.metrics_saved != got.cursor:
-                w.metrics_saved = self._metrics_unsaved[str(w.metrics.path)] = got.cursor
+                w.metrics_saved = self._scalar_cursors[str(w.metrics.path)] = got.cursor
             return to_metric_events(w.run_id, w.n, got.rows, now)
         if w.tb is None:
             w.tb = TensorBoardWatcher(log_dir, load=lambda path: self._load_tb_cursor(w, path))
@@ -371,7 +370,7 @@ class Monitor:
         for path, cursor in w.tb.cursors().items():
             if w.tb_saved.get(path) != cursor:
                 w.tb_saved[path] = cursor
-                self._tb_unsaved[path] = cursor
+                self._scalar_cursors[path] = FileCursor(cursor[0], cursor[1], 0)
         w.tb_fed = w.tb_fed or bool(scalars)
         return tb_metric_events(w.run_id, w.n, scalars)
 
@@ -434,12 +433,9 @@ class Monitor:
         for path in self._unsaved:
             self.follower.persist(path)
         self._unsaved.clear()
-        for path, (inode, offset) in self._tb_unsaved.items():
-            self.store.save_cursor(path, inode, offset, 0)
-        self._tb_unsaved.clear()
-        for path, cursor in self._metrics_unsaved.items():
+        for path, cursor in self._scalar_cursors.items():
             self.store.save_cursor(path, cursor.inode, cursor.offset, cursor.line_no)
-        self._metrics_unsaved.clear()
+        self._scalar_cursors.clear()
 
     async def dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
         try:

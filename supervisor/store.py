@@ -464,7 +464,7 @@ class Store:
 
     def ended_without_exit_code(self, ended_after: float) -> list[AttemptRow]:
         """Attempts settled on squeue's word alone (sacct was down or lagging) whose exit code is still due:
-        the daemon asks sacct for them again after a restart."""
+        the daemon asks sacct for them on each poll, before and after a restart."""
         rows = self.db.execute(
             "SELECT * FROM attempts WHERE state = ? AND exit_code IS NULL AND job_id IS NOT NULL"
             " AND ended_at > ? ORDER BY run_id, n",
@@ -638,14 +638,11 @@ class Store:
 
     def open_incident(self, run_id: str) -> tuple[str, int, float] | None:
         """(headline, events, opened_at) of the run's open Slack incident, for `shepherd status`."""
-        try:
-            row = self.db.execute(
-                "SELECT headline, events, opened_at FROM slack_incidents"
-                " WHERE run_id = ? AND resolved_at IS NULL",
-                (run_id,),
-            ).fetchone()
-        except sqlite3.OperationalError:
-            return None
+        row = self.db.execute(
+            "SELECT headline, events, opened_at FROM slack_incidents"
+            " WHERE run_id = ? AND resolved_at IS NULL",
+            (run_id,),
+        ).fetchone()
         if row is None:
             return None
         return str(json.loads(row[0]).get("title", "")), int(row[1]), float(row[2])

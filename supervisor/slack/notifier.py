@@ -274,10 +274,9 @@ class Notifier:
     def flush_incidents(self) -> int:
         """Carry out what each open incident needs now (first message, update, repeat, resolution)."""
         now = self.clock()
-        rows = self.db.execute("SELECT run_id FROM slack_incidents WHERE resolved_at IS NULL").fetchall()
         n = 0
-        for row in rows:
-            run_id = str(row[0])
+        for seen in self._open_incidents(self.db):
+            run_id = seen.run_id
             try:
                 state = self.run_state(run_id) if self.run_state is not None else None
             except Exception:
@@ -285,8 +284,7 @@ class Notifier:
                 state = None
             # Most open incidents have nothing due (a gave-up run waits for days): look before taking the
             # write lock, then look again under it.
-            inc = self._open_incident(self.db, run_id)
-            if inc is None or inc_.next_step(inc, now, self.timing, state) is None:
+            if inc_.next_step(seen, now, self.timing, state) is None:
                 continue
             with transaction(self.db) as db:
                 inc = self._open_incident(db, run_id)
@@ -318,14 +316,9 @@ class Notifier:
 
     def incidents(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """Open incidents, for tests and tools (`shepherd status` reads the store): run, title, events."""
-        sql = "SELECT run_id, headline, events, opened_at FROM slack_incidents WHERE resolved_at IS NULL"
-        args: tuple[Any, ...] = ()
-        if run_id is not None:
-            sql += " AND run_id = ?"
-            args = (run_id,)
         return [
-            {"run_id": r[0], "title": json.loads(r[1])["title"], "events": int(r[2]), "since": float(r[3])}
-            for r in self.db.execute(sql, args).fetchall()
+            {"run_id": i.run_id, "title": i.headline["title"], "events": i.events, "since": i.opened_at}
+            for i in self._open_incidents(self.db, run_id)
         ]
 
     def upload_plot(self, run_id: str, png_path: Path, title: str) -> int | None:
@@ -512,27 +505,33 @@ class Notifier:
 
     # -- incidents (supervisor/slack/incidents.py) -------------------------------------------------
 
-    def _open_incident(self, db: sqlite3.Connection, run_id: str) -> inc_.Incident | None:
-        r = db.execute(
+    def _open_incidents(self, db: sqlite3.Connection, run_id: str | None = None) -> list[inc_.Incident]:
+        """The open incidents (one per run at most), of one run or of all."""
+        sql = (
             "SELECT id, run_id, opened_at, flush_at, headline, message_id, events, pending, last_update_at,"
-            " last_notice_at, recovering_since FROM slack_incidents WHERE run_id = ? AND resolved_at IS NULL",
-            (run_id,),
-        ).fetchone()
-        if r is None:
-            return None
-        return inc_.Incident(
-            id=int(r[0]),
-            run_id=str(r[1]),
-            opened_at=float(r[2]),
-            flush_at=float(r[3]),
-            headline=json.loads(r[4]),
-            message_id=r[5],
-            events=int(r[6]),
-            pending=json.loads(r[7]),
-            last_update_at=r[8],
-            last_notice_at=r[9],
-            recovering_since=r[10],
+            " last_notice_at, recovering_since FROM slack_incidents WHERE resolved_at IS NULL"
         )
+        rows = db.execute(sql + " AND run_id = ?", (run_id,)) if run_id is not None else db.execute(sql)
+        return [
+            inc_.Incident(
+                id=int(r[0]),
+                run_id=str(r[1]),
+                opened_at=float(r[2]),
+                flush_at=float(r[3]),
+                headline=json.loads(r[4]),
+                message_id=r[5],
+                events=int(r[6]),
+                pending=json.loads(r[7]),
+                last_update_at=r[8],
+                last_notice_at=r[9],
+                recovering_since=r[10],
+            )
+            for r in rows.fetchall()
+        ]
+
+    def _open_incident(self, db: sqlite3.Connection, run_id: str) -> inc_.Incident | None:
+        found = self._open_incidents(db, run_id)
+        return found[0] if found else None
 
     def _new_incident(
         self, db: sqlite3.Connection, run_id: str, headline: dict[str, Any], now: float, flush_at: float

@@ -42,13 +42,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import anyio
 import structlog
 
-from supervisor.daemon import Daemon
-from supervisor.intake import new_run_id
-from supervisor.monitor import Monitor
-from supervisor.notify import RunEvent
-from supervisor.service_main import build_daemon
+from supervisor.daemon.compose import build_daemon
+from supervisor.daemon.loops import Daemon
+from supervisor.daemon.monitor import Monitor
+from supervisor.domain.notices import RunEvent
+from supervisor.domain.runs import AttemptState, RunState
+from supervisor.intake.queue import new_run_id
 from supervisor.settings import Settings, SlurmSettings, WatchSettings
-from supervisor.store import AttemptState, RunState
 
 REPO = Path(__file__).resolve().parents[1]
 PLAIN = REPO / "tests" / "support" / "plain.sub"

@@ -28,7 +28,7 @@ import structlog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from supervisor.daemon import Daemon
+from supervisor.daemon.loops import Daemon
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmClient
 from supervisor.store import Store

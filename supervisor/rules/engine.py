@@ -31,7 +31,8 @@ from typing import Any
 
 import structlog
 
-from supervisor.events import Event, JobState, LogEvent, MetricEvent, ProgressEvent, StateEvent, Tick
+from supervisor.domain.jobstate import JobState
+from supervisor.domain.observations import Event, LogEvent, MetricEvent, ProgressEvent, StateEvent, Tick
 from supervisor.rules.literals import derive_literals
 from supervisor.rules.loader import load_ruleset_rules
 from supervisor.rules.model import (

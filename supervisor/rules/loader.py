@@ -14,12 +14,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from supervisor.domain.yamlpos import FieldError, YamlDocumentError, parse_yaml
 from supervisor.rules.model import Rule, RulesFile
-from supervisor.yamlpos import FieldError, YamlDocumentError, parse_yaml
 
 RuleError = FieldError
 
-DEFAULT_RULES_PATH = Path(__file__).resolve().parents[2] / "rules" / "default.yaml"
+REPO_RULES = Path(__file__).resolve().parents[2] / "rules"  # the shipped rules, beside the package
+DEFAULT_RULES_PATH = REPO_RULES / "default.yaml"
+
+
+def default_rules_file() -> Path:
+    return DEFAULT_RULES_PATH
 
 
 class RulesError(YamlDocumentError):

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from supervisor.events import JobState
+from supervisor.domain.jobstate import JobState
 
 RULE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _DURATION_RE = re.compile(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from supervisor.events import JobState
+from supervisor.domain.jobstate import JobState
 
 # One squeue call for every job of the user; the fields are joined with '|' and our own
 # job names and comments never contain one.

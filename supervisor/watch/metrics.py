@@ -17,7 +17,7 @@ from pathlib import Path
 
 import structlog
 
-from supervisor.events import MetricEvent
+from supervisor.domain.observations import MetricEvent
 from supervisor.watch.tailer import FileCursor
 
 log = structlog.get_logger(__name__)

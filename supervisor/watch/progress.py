@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from supervisor.events import ProgressEvent
+from supervisor.domain.observations import ProgressEvent
 
 # `desc: 21%|##  | 428/2048 [02:01<05:42, 4.73it/s, loss=0.1]` and `desc: 428it [00:01, 300.00it/s]`.
 # n/total may be unit-scaled (`1.2k/2.05k`); the rate may be `?it/s`, `s/it` or a custom unit.

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import structlog
 
-from supervisor.events import MetricEvent
+from supervisor.domain.observations import MetricEvent
 
 log = structlog.get_logger(__name__)
 

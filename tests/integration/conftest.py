@@ -19,7 +19,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DEV_CLUSTER = REPO / "scripts" / "dev-cluster"
-RAY_SUB = REPO / "supervisor" / "launch" / "ray.sub"
+RAY_SUB = REPO / "supervisor" / "slurm" / "launchers" / "ray.sub"
 VENV_BIN = REPO / ".venv" / "bin"
 FINAL_STATES = {
     "COMPLETED",

@@ -12,12 +12,12 @@ from typing import Any
 import anyio
 import pytest
 
-from supervisor.events import JobState
-from supervisor.service_main import build
+from supervisor.daemon.compose import build
+from supervisor.domain.jobstate import JobState
+from supervisor.domain.runs import RunState
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmClient, SlurmUnavailable
 from supervisor.slurm.parse import JobObservation
-from supervisor.store import RunState
 
 pytestmark = pytest.mark.slurm
 

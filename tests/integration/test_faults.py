@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from supervisor.intake import queue_dir_problem
+from supervisor.intake.queue import queue_dir_problem
 from tests.support.daemon import REPO, DaemonProcess, wait_for
 from tests.support.specs import fake_argv, records, write_spec
 

@@ -1,6 +1,7 @@
 """Incidents end to end: a CUDA OOM that takes 50 NCCL/actor lines with it, on the real dev cluster, is one
 incident in the run's Slack thread: the resume, the inhibited children folded in under their parent, and a
-resolution when the resumed run completes. The timing rules themselves: tests/slack/test_incidents.py."""
+resolution when the resumed run completes.
+The timing rules themselves: tests/notify/slack/test_incidents.py."""
 
 from __future__ import annotations
 

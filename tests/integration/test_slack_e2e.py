@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from supervisor.slack import blocks as bk
-from supervisor.slack.notifier import UNBOUNDED_KINDS
+from supervisor.notify.slack import blocks as bk
+from supervisor.notify.slack.notifier import UNBOUNDED_KINDS
 from tests.support.daemon import REPO, DaemonProcess, wait_for
 from tests.support.specs import fake_argv, records, write_spec
 from tests.support.standin_thread import StandinThread
@@ -345,7 +345,7 @@ def test_twenty_failure_alerts_in_a_minute_are_one_incident_message_and_its_reso
     10 minutes (thrashing), whatever the spec's budget; so the flood is 20 failures of one running attempt.
     Slack sees one incident: its message (after the group wait, with what arrived meanwhile grouped under
     it), at most one update, and its resolution when the run is cancelled. The per-run flood bound and its
-    digest for decisions: tests/slack/test_notifier.py.
+    digest for decisions: tests/notify/slack/test_notifier.py.
     """
     name = "e2e-flood"
     tokens = [a + b for a, b in zip(string.ascii_lowercase, string.ascii_lowercase[::-1], strict=False)]
@@ -393,11 +393,10 @@ def test_a_specs_notify_level_overrides_slack_level_for_its_run(
     tmp_path: Path, spec_level: str, thread_level: str
 ) -> None:
     """No Slurm needed: build() wires the sink; the default spec level leaves slack.level in force."""
-    from supervisor.notify import RunEvent
-    from supervisor.service_main import build
-    from supervisor.settings import Settings
-    from supervisor.slack.settings import SlackSettings
-    from supervisor.spec import JobSpec
+    from supervisor.daemon.compose import build
+    from supervisor.domain.notices import RunEvent
+    from supervisor.domain.spec import JobSpec
+    from supervisor.settings import Settings, SlackSettings
 
     slack_settings = SlackSettings(
         mode="socket", bot_token="xoxb-1-2-abc", app_token="xapp-1-2-abc", channel=CHANNEL, level="error"

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from supervisor.events import JobState, ProgressEvent, StateEvent, Tick
+from supervisor.domain.jobstate import JobState
+from supervisor.domain.observations import ProgressEvent, StateEvent, Tick
 from supervisor.rules.cli import normalise_line
 from supervisor.rules.engine import (
     Match,

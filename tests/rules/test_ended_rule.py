@@ -6,12 +6,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from supervisor.events import JobState
-from supervisor.monitor import ENDED_STALL_SOURCE, AttemptWatch
+from supervisor.daemon.compose import build
+from supervisor.daemon.monitor import ENDED_STALL_SOURCE, AttemptWatch
+from supervisor.domain.jobstate import JobState
+from supervisor.domain.spec import JobSpec
 from supervisor.rules.engine import MatcherState, load_ruleset, scan_lines
-from supervisor.service_main import build
 from supervisor.settings import Settings, WatchSettings
-from supervisor.spec import JobSpec
 
 LINE = (
     "shepherd: ENDED not written 10 min after the driver exited while job 7 is RUNNING in /l/7-logs: "
@@ -50,7 +50,7 @@ def test_the_monitor_waits_for_the_ended_overdue_s_setting(tmp_path: Path, monke
 
 
 def test_a_restarted_daemon_recovers_when_the_driver_exited_from_the_launchers_own_line() -> None:
-    from supervisor.monitor import driver_exit_time
+    from supervisor.daemon.monitor import driver_exit_time
 
     tail = (
         "[ray.sub 2026-11-21 03:10:00] ray head up\n[ray.sub 2026-11-21 03:12:44] driver exited with code 1\n"

@@ -9,7 +9,8 @@ import math
 
 import pytest
 
-from supervisor.events import JobState, LogEvent, MetricEvent, StateEvent, Tick
+from supervisor.domain.jobstate import JobState
+from supervisor.domain.observations import LogEvent, MetricEvent, StateEvent, Tick
 from supervisor.rules.engine import (
     Match,
     MatcherState,

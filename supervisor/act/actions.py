@@ -1,0 +1,647 @@
+"""The one place that acts: a rule match becomes one recorded decision and its effects.
+
+The engine decides *what happened*; the policy decides *whether to resume*;
+this module records the decision (once per incident, even across restarts,
+thanks to the store's unique index) and then cancels, schedules the resume
+with the rule's fix, holds, or alerts.
+
+Crash safety: a decision's messages are queued (Slack outbox rows) in the same
+SQLite transaction that records its outcome, so an empty outcome means "not
+carried out, nothing said yet". After a restart `finish_unfinished` carries
+such decisions out again (their state changes are idempotent), so a SIGKILL
+between recording a decision and acting on it neither loses the action nor
+repeats a message.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from supervisor.decide import staging
+from supervisor.decide.checkpoints import STEP_DIR_RE, choose_in_dir, list_checkpoint_dir
+from supervisor.decide.policy import AttemptRecord, Decision, PolicyConfig, decide
+from supervisor.domain.jobstate import JobState
+from supervisor.domain.notices import Level, RunEvent
+from supervisor.domain.overrides import AttemptOverrides
+from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow, RunRow, RunState
+from supervisor.domain.spec import JobSpec
+from supervisor.faultpoints import crash_point
+from supervisor.notify.sinks import LogSink
+from supervisor.ports import EventSink
+from supervisor.rules.engine import Evidence, Match, load_ruleset
+from supervisor.rules.model import MissingPlaceholder, render_template
+from supervisor.slurm.client import SlurmError
+from supervisor.store import Store
+
+if TYPE_CHECKING:
+    from supervisor.daemon.loops import Daemon
+
+log = structlog.get_logger(__name__)
+
+ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED"}
+UNRECOGNISED = "unrecognised-failure"
+Effects = list[Callable[[], None]]  # a decision's messages, queued when its outcome commits
+
+
+def newest_checkpoint_step(spec: JobSpec, checkpoint_dir: str | None = None) -> int | None:
+    """The newest complete step in `checkpoint_dir` (a staged dir an attempt trained in) or the spec's dir."""
+    if spec.checkpoint is None:
+        return None
+    from supervisor.decide.checkpoints import discover
+
+    where = Path(checkpoint_dir) if checkpoint_dir else spec.checkpoint.dir
+    cps = discover(list_checkpoint_dir(where), spec.checkpoint.metric)
+    return max((c.step for c in cps), default=None)
+
+
+def resolve_checkpoint(
+    spec: JobSpec, selector: str, *, run_id: str = "", attempt: int = 0, lineage: str | None = None
+) -> tuple[str | None, str]:
+    """(path or None, why) for latest / best / step_N among the spec's checkpoints.
+
+    A trainer that resumes by itself (`pass_checkpoint: null`, NeMo RL) gets a staged dir when the choice is
+    not its own newest step (supervisor/staging.py); `lineage` is the dir the last attempt trained in.
+    """
+    if spec.checkpoint is None:
+        return None, "the spec names no checkpoint dir: the trainer resumes by itself"
+    ck = spec.checkpoint
+    if not Path(ck.dir).is_dir():
+        return None, f"the checkpoint dir {ck.dir} is missing (removed?): resuming from scratch"
+    if spec.resume.pass_checkpoint is None and run_id:
+        return staging.resolve(
+            ck.dir,
+            selector,
+            run_id=run_id,
+            attempt=attempt,
+            lineage=lineage,
+            metric=ck.metric,
+            higher_is_better=ck.higher_is_better,
+            keep_top_k=ck.keep_top_k,
+        )
+    choice, path = choose_in_dir(
+        ck.dir, selector, metric=ck.metric, higher_is_better=ck.higher_is_better, keep_top_k=ck.keep_top_k
+    )
+    return (str(path) if path else None), choice.reason
+
+
+def resolve_checkpoint_for_run(
+    run: RunRow, selector: str, *, attempt: int = 0, lineage: str | None = None
+) -> tuple[str | None, str]:
+    spec = JobSpec.model_validate_json(run.spec_json)
+    return resolve_checkpoint(spec, selector, run_id=run.id, attempt=attempt, lineage=lineage)
+
+
+def policy_config(spec: JobSpec) -> PolicyConfig:
+    return PolicyConfig(
+        max_retries=max(0, spec.resume.max_attempts - 1),
+        backoff_base_s=spec.resume.backoff_s,
+        backoff_cap_s=max(spec.resume.backoff_s, spec.resume.backoff_max_s),
+    )
+
+
+def history(
+    store: Store, run_id: str, current: Match | None = None, run_cap: int | None = None
+) -> list[AttemptRecord]:
+    """Each finished attempt as the policy sees it, from the store's attempts and acting decisions.
+
+    `run_cap` is the spec's own budget (resume.max_attempts - 1): a rule may allow fewer retries, never more.
+    """
+    acting: dict[int, dict[str, Any]] = {}
+    for d in store.decisions(run_id):
+        if d.attempt is not None and d.outcome not in ("followup", "ignored"):
+            acting[d.attempt] = {
+                "rule": d.rule,
+                "signature": d.signature,
+                **d.evidence.get("policy", {}),
+            }
+    records = []
+    for a in store.attempts(run_id):
+        if a.state in (AttemptState.NEVER_SUBMITTED,):
+            continue
+        info = acting.get(a.n, {})
+        if current is not None and a.n == current.attempt:
+            info = {
+                "rule": current.rule,
+                "signature": current.signature,
+                "category": current.category,
+                "retryable": current.retryable,
+                "deterministic": current.deterministic,
+                "max_retries": current.max_retries,
+                "ckpt_after": info.get("ckpt_after"),
+            }
+        if not info:
+            continue
+        records.append(
+            AttemptRecord(
+                attempt=a.n,
+                category=str(info.get("category", "failure")),
+                started_at=a.started_at,
+                ended_at=a.ended_at or time.time(),
+                rule=info.get("rule"),
+                signature=info.get("signature"),
+                retryable=bool(info.get("retryable", True)),
+                deterministic=bool(info.get("deterministic", False)),
+                max_retries=_capped(info, run_cap),
+                checkpoint_before=_step_at_submit(a.overrides),
+                checkpoint_after=info.get("ckpt_after"),
+            )
+        )
+    return records
+
+
+def _step_at_submit(overrides: dict[str, Any]) -> int | None:
+    """A staged attempt's newest step at submission is the step it was staged from, not the original dir's."""
+    if overrides.get("checkpoint_dir") and overrides.get("checkpoint"):
+        m = STEP_DIR_RE.match(Path(str(overrides["checkpoint"])).name)
+        if m is not None:
+            return int(m.group(1))
+    step = overrides.get("ckpt_step_at_submit")
+    return int(step) if step is not None else None
+
+
+def _capped(info: dict[str, Any], run_cap: int | None) -> int | None:
+    own = info.get("max_retries")
+    if own is None and run_cap is not None:
+        base = PolicyConfig()
+        own = base.deterministic_max_retries if info.get("deterministic") else base.max_retries
+    if own is None:
+        return None
+    return min(int(own), run_cap) if run_cap is not None else int(own)
+
+
+class Actions:
+    def __init__(self, daemon: Daemon, sink: EventSink | None = None, clock: Callable[[], float] = time.time):
+        self.daemon = daemon
+        self.store: Store = daemon.store
+        self.sink: EventSink = sink or LogSink()
+        self.clock = clock
+
+    def notify(self, event: RunEvent) -> None:
+        self.sink.publish(event)
+
+    def plot(self, run: RunRow, effects: Effects) -> None:
+        """Reward and validation curves into the run's thread: people would rather look than read."""
+        try:
+            from supervisor.notify.plot import render_curves
+            from supervisor.watch.sources import run_metric_points
+
+            points = run_metric_points(self.store, self.daemon.settings, run)
+            if not points:
+                return
+            png = render_curves(points, self.daemon.run_dir(run) / "curves.png", title=run.id)
+            effects.append(
+                lambda: self.sink.publish_plot(run.id, str(png), f"{run.name}: reward and validation")
+            )
+        except Exception:
+            log.exception("could not draw the run's curves", run_id=run.id)
+
+    def _commit(self, decision_id: int, outcome: str, effects: Effects) -> None:
+        """The decision's messages and its outcome commit in one transaction: both or neither."""
+        crash_point("before-outcome")
+        with self.store.tx():
+            for effect in effects:
+                try:
+                    effect()  # the Slack notifier nests here (a SAVEPOINT on the same connection)
+                except Exception:
+                    log.exception("could not queue a decision's message", decision_id=decision_id)
+            self.store.set_decision_outcome(decision_id, outcome)
+
+    async def on_match(self, run: RunRow, attempt: AttemptRow, m: Match) -> None:
+        """Record the match as a decision (once per incident) and carry out its actions."""
+        spec = self.daemon.spec_of(run)
+        ckpt_after = newest_checkpoint_step(spec, attempt.overrides.get("checkpoint_dir"))
+        evidence = {
+            "source": m.evidence.source,
+            "first_line": m.evidence.first_line,
+            "match_line": m.line,
+            "lines": list(m.evidence.lines[-40:]),
+            "state": m.evidence.state,
+            "node": m.node,
+            "excerpt": m.excerpt,
+            "policy": {
+                "category": m.category,
+                "retryable": m.retryable,
+                "deterministic": m.deterministic,
+                "max_retries": m.max_retries,
+                "ckpt_after": ckpt_after,
+            },
+        }
+        if m.followup:
+            followup_id = self.store.record_decision(
+                run.id,
+                attempt.n,
+                rule=m.rule,
+                action="none",
+                signature=f"followup:{m.signature}",
+                reason=f"part of the {m.followup_of} incident",
+                evidence=evidence,
+            )
+            if followup_id is not None:  # once per signature; Slack folds it into the parent's incident
+                related = RunEvent(
+                    run.id,
+                    "related",
+                    f"{m.rule}: {m.reason}",
+                    level="warning",
+                    rule=m.rule,
+                    fields={"parent": m.inhibited_by} if m.inhibited_by else {},
+                )
+                self.notify(related)
+            return
+        decision_id = self.store.record_decision(
+            run.id,
+            attempt.n,
+            rule=m.rule,
+            action=",".join(m.action_names),
+            signature=m.signature,
+            reason=m.reason,
+            evidence=evidence,
+        )
+        if decision_id is None:
+            log.info(
+                "decision already taken for this incident", run_id=run.id, attempt=attempt.n, rule=m.rule
+            )
+            return
+        run = self.store.get_run(run.id) or run
+        if run.state.is_final and run.state != RunState.FAILED:
+            self.store.set_decision_outcome(decision_id, f"ignored: run is {run.state.value}")
+            return
+        if attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
+            self.store.set_decision_outcome(decision_id, "ignored: a newer attempt exists")
+            return
+        crash_point("after-decision")
+        await self._act(run, attempt, m, spec, decision_id)
+
+    async def _act(self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, decision_id: int) -> None:
+        effects: Effects = []
+        outcome = await self._carry_out(run, attempt, m, spec, effects)
+        self._commit(decision_id, outcome, effects)
+        log.info("decision", run_id=run.id, attempt=attempt.n, rule=m.rule, outcome=outcome)
+
+    # ---- after a restart --------------------------------------------------------------------------
+    async def finish_unfinished(self) -> int:
+        """Carry out every acting decision that was recorded but never carried out (the daemon died between).
+
+        Its messages were not queued (they commit with the outcome) and its state changes are idempotent
+        (scancel of an ended job is skipped; the same BACKOFF or final state is written again), so doing it
+        again does it once. Called at start-up, before the scheduler runs. Returns how many were finished.
+        """
+        rows = self.store.db.execute(
+            "SELECT DISTINCT run_id FROM decisions WHERE outcome = '' AND action != 'none'"
+        ).fetchall()
+        done = 0
+        for (run_id,) in rows:
+            for d in self.store.decisions(run_id):
+                if d.outcome or d.action == "none" or d.attempt is None:
+                    continue
+                try:
+                    await self._finish(run_id, d)
+                except Exception:
+                    log.exception("could not finish a decision after a restart", run_id=run_id, rule=d.rule)
+                    continue
+                done += 1
+        return done
+
+    async def _finish(self, run_id: str, d: DecisionRow) -> None:
+        run = self.store.get_run(run_id)
+        attempt = self.store.get_attempt(run_id, d.attempt or 0)
+        if run is None or attempt is None:
+            return
+        log.warning(
+            "carrying out a decision a crash interrupted", run_id=run_id, attempt=attempt.n, rule=d.rule
+        )
+        category = str(d.evidence.get("policy", {}).get("category", ""))
+        if attempt.n != (self.store.latest_attempt(run_id) or attempt).n:
+            self._commit(d.id, "ignored: a newer attempt exists", [])
+            return
+        if run.state in (RunState.CANCELLED, RunState.LOST) or (
+            run.state == RunState.COMPLETED and category != "completed"
+        ):
+            self._commit(d.id, f"ignored: run is {run.state.value}", [])
+            return
+        if d.rule == UNRECOGNISED:
+            await self._unrecognised(run, attempt, d.id, d.reason)
+            return
+        spec = self.daemon.spec_of(run)
+        m = self._rebuild_match(run, spec, d)
+        if m is None:
+            why = f"rule {d.rule} is no longer loaded, so its decision cannot be carried out"
+            await self._unrecognised(run, attempt, d.id, why, outcome=f"{why}; waiting for a human")
+            return
+        await self._act(run, attempt, m, spec, d.id)
+
+    def _rebuild_match(self, run: RunRow, spec: JobSpec, d: DecisionRow) -> Match | None:
+        """The match behind a recorded decision: the rule's actions from the run's rules, the rest stored."""
+        try:
+            rs = load_ruleset(
+                spec.rules.files, use_default=spec.rules.use_default, disable=spec.rules.disable
+            )
+        except Exception as exc:
+            log.error("the run's rules do not load; using the default rules", run_id=run.id, error=str(exc))
+            rs = load_ruleset()
+        cr = rs.by_name.get(d.rule)
+        if cr is None:
+            return None
+        ev = d.evidence
+        pol = ev.get("policy", {})
+        return Match(
+            rule=d.rule,
+            run_id=run.id,
+            attempt=d.attempt or 0,
+            priority=cr.priority,
+            category=str(pol.get("category", cr.rule.category)),
+            actions=tuple(cr.rule.actions),
+            evidence=Evidence(
+                source=str(ev.get("source") or ""),
+                first_line=int(ev.get("first_line") or 0),
+                lines=tuple(str(x) for x in ev.get("lines") or ()),
+                match_line=int(ev.get("match_line") or 0),
+                state=ev.get("state"),
+            ),
+            signature=d.signature,
+            reason=d.reason,
+            node=ev.get("node"),
+            retryable=bool(pol.get("retryable", True)),
+            deterministic=bool(pol.get("deterministic", False)),
+            max_retries=pol.get("max_retries"),
+        )
+
+    async def _carry_out(
+        self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, effects: Effects
+    ) -> str:
+        ctx = m.template_context(attempt.job_id or "", self._spec_context(spec))
+        outcomes: list[str] = []
+        alert_text = ""
+        alert_level: Level = "warning"
+        for action in m.actions:
+            if action.alert is not None:
+                alert_level = action.alert.level
+                try:
+                    alert_text = render_template(action.alert.message, ctx)
+                except MissingPlaceholder as exc:
+                    alert_text = f"{run.id}: {m.rule}: {m.reason} (bad template: {exc})"
+        for action in m.actions:
+            if action.resume is not None:
+                outcomes.append(
+                    await self._resume(run, attempt, m, spec, action.resume, ctx, alert_text, effects)
+                )
+            elif action.give_up is not None:
+                outcomes.append(
+                    await self._give_up(
+                        run, attempt, action.give_up.reason or m.reason, m, effects, alert_text=alert_text
+                    )
+                )
+            elif action.cancel is not None:
+                outcomes.append(await self._cancel(run, attempt, m))
+            elif action.hold is not None:
+                outcomes.append(await self._hold(run, attempt, m))
+        if alert_text and not any(("resuming" in o or "gave up" in o) for o in outcomes):
+            level: Level = "info" if m.category == "completed" else alert_level
+            alert = RunEvent(
+                run.id,
+                "completed" if m.category == "completed" else "alert",
+                alert_text,
+                level=level,
+                excerpt="\n".join(m.evidence.lines[-20:]) or None,
+                rule=m.rule,
+                needs_human=level == "error",
+            )
+            effects.append(lambda: self.notify(alert))
+            outcomes.append("alerted")
+        if m.category == "completed" and not outcomes[:-1]:
+            self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
+            self.plot(run, effects)
+        return "; ".join(outcomes) or "recorded"
+
+    def _spec_context(self, spec: JobSpec) -> dict[str, str]:
+        ctx = {"name": spec.name}
+        if spec.shared_cache_dir is not None:
+            ctx["shared_cache_dir"] = str(spec.shared_cache_dir)
+        if spec.checkpoint is not None:
+            ctx["checkpoint_dir"] = str(spec.checkpoint.dir)
+        return ctx
+
+    async def _stop_job(self, attempt: AttemptRow) -> str:
+        if attempt.job_id and attempt.ended_at is None and (attempt.slurm_state or "PENDING") in ACTIVE:
+            try:
+                await self.daemon.slurm.cancel(attempt.job_id)
+            except SlurmError as exc:
+                return f"scancel {attempt.job_id} failed: {exc}"
+            return f"cancelled job {attempt.job_id}"
+        return ""
+
+    async def _resume(
+        self,
+        run: RunRow,
+        attempt: AttemptRow,
+        m: Match,
+        spec: JobSpec,
+        action: Any,
+        ctx: dict[str, str],
+        alert_text: str,
+        effects: Effects,
+    ) -> str:
+        cfg = policy_config(spec)
+        decision: Decision = decide(history(self.store, run.id, m, cfg.max_retries), self.clock(), cfg)
+        if decision.action != "resume":
+            return await self._give_up(run, attempt, decision.reason, m, effects, alert_text=alert_text)
+        selector = action.from_ if action.from_ != "latest" else spec.resume.checkpoint
+        prev = AttemptOverrides.from_dict(attempt.overrides)
+        ckpt, why = resolve_checkpoint(
+            spec, selector, run_id=run.id, attempt=attempt.n + 1, lineage=prev.checkpoint_dir
+        )
+        env = {}
+        missing = []
+        for key, tmpl in action.env.items():
+            try:
+                env[key] = render_template(tmpl, ctx)
+            except MissingPlaceholder as exc:
+                missing.append(f"{key} ({exc})")
+        if missing:
+            return await self._give_up(
+                run,
+                attempt,
+                f"{m.rule} needs {', '.join(missing)} in the spec to apply its fix",
+                m,
+                effects,
+                alert_text=alert_text,
+            )
+        exclude = set(prev.exclude)
+        node = await self._failing_node(m, attempt) if action.exclude_node else None
+        if node:
+            exclude.add(node)
+        overrides = AttemptOverrides(
+            checkpoint=ckpt,
+            checkpoint_dir=staging.trainer_dir(spec.checkpoint.dir, ckpt) if spec.checkpoint else None,
+            env={**prev.env, **env},
+            sbatch_args=tuple(dict.fromkeys([*prev.sbatch_args, *action.sbatch_args])),
+            exclude=tuple(sorted(exclude)),
+            reason=f"{m.rule}: {m.reason}",
+        )
+        stopped = await self._stop_job(attempt)
+        at = max(decision.at, self.clock())
+        changes = [f"{k}={v}" for k, v in env.items()]
+        if node:
+            changes.append(f"--exclude={node}")
+        changes += list(action.sbatch_args)
+        what = f"resuming from {Path(ckpt).name}" if ckpt else f"resuming without a checkpoint ({why})"
+        detail = f"{what} in {max(0.0, at - self.clock()):.0f}s; {decision.reason}" + (
+            f"; changed: {', '.join(changes)}" if changes else ""
+        )
+        self.daemon.schedule(run.id, at=at, overrides=overrides, reason=f"{m.rule}: {detail}")
+        resumed = RunEvent(
+            run.id,
+            "resumed",
+            alert_text or f"{run.id}: {m.rule}: {m.reason}",
+            text=f"{detail}. {why}",
+            level="warning",
+            excerpt="\n".join(m.evidence.lines[-20:]) or None,
+            rule=m.rule,
+            fields={
+                "checkpoint": ckpt or "-",
+                "attempt": str(attempt.n + 1),
+                "changes": ", ".join(changes) or "-",
+            },
+        )
+        effects.append(lambda: self.notify(resumed))
+        return "; ".join(x for x in (stopped, detail) if x)
+
+    async def _give_up(
+        self, run: RunRow, attempt: AttemptRow, reason: str, m: Match, effects: Effects, alert_text: str = ""
+    ) -> str:
+        stopped = await self._stop_job(attempt)
+        self.store.set_run_state(
+            run.id,
+            RunState.GAVE_UP,
+            reason=reason,
+            event=("gave-up", reason, {"rule": m.rule}),
+            attempt=attempt.n,
+        )
+        gave_up = RunEvent(
+            run.id,
+            "gave_up",
+            alert_text or f"{run.id}: gave up: {reason}",
+            text=reason,
+            level="error",
+            excerpt="\n".join(m.evidence.lines[-20:]) or None,
+            rule=m.rule,
+            needs_human=True,
+        )
+        effects.append(lambda: self.notify(gave_up))
+        self.plot(run, effects)
+        return "; ".join(x for x in (stopped, f"gave up: {reason}") if x)
+
+    async def _cancel(self, run: RunRow, attempt: AttemptRow, m: Match) -> str:
+        stopped = await self._stop_job(attempt)
+        self.store.set_run_state(
+            run.id,
+            RunState.CANCELLED,
+            reason=f"cancelled by rule {m.rule}",
+            event=("cancelled", f"cancelled by rule {m.rule}", {}),
+            attempt=attempt.n,
+        )
+        return stopped or "cancelled"
+
+    async def _hold(self, run: RunRow, attempt: AttemptRow, m: Match) -> str:
+        if attempt.job_id and attempt.slurm_state == "PENDING":
+            try:
+                await self.daemon.slurm.hold(attempt.job_id)
+            except SlurmError as exc:
+                return f"hold failed: {exc}"
+            self.store.set_run_state(
+                run.id,
+                RunState.HELD,
+                held=True,
+                event=("held", f"held by rule {m.rule}", {}),
+                attempt=attempt.n,
+            )
+            return f"held job {attempt.job_id}"
+        return "hold skipped: the job is not pending"
+
+    async def _failing_node(self, m: Match, attempt: AttemptRow) -> str | None:
+        """The node to exclude: named by the evidence, else the job's only node (asking Slurm if need be)."""
+        if m.node and not _looks_like_ip(m.node):
+            return m.node
+        nodes = (self.store.get_attempt(attempt.run_id, attempt.n) or attempt).nodes or ""
+        if not nodes and attempt.job_id:
+            try:
+                nodes = await self.daemon.slurm.job_nodes(attempt.job_id)
+            except SlurmError as exc:
+                log.warning("could not ask Slurm for the job's nodes", job_id=attempt.job_id, error=str(exc))
+        if nodes and "," not in nodes and "[" not in nodes:
+            return nodes
+        return m.node  # an address or nothing: better than excluding the wrong node
+
+    def _decided(self, run_id: str, n: int) -> bool:
+        """Whether a decision that changes the run's course (not a mere alert) exists for attempt n."""
+        steering = ("resume", "give_up", "cancel", "hold")
+        return any(
+            d.attempt == n and any(a in d.action.split(",") for a in steering)
+            for d in self.store.decisions(run_id)
+        )
+
+    async def on_unmatched_end(
+        self, run: RunRow, attempt: AttemptRow, state: JobState, exit_code: int | None
+    ) -> None:
+        """An attempt ended and no rule claimed it: completed is done; anything else waits for a human."""
+        run = self.store.get_run(run.id) or run
+        if run.state.is_final or run.state in (RunState.BACKOFF, RunState.QUEUED, RunState.SUBMITTING):
+            return
+        if attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
+            return
+        if self._decided(run.id, attempt.n):
+            return  # a rule already decided this attempt's fate (perhaps still carrying it out)
+        if state == JobState.COMPLETED:
+            self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
+            self.notify(RunEvent(run.id, "completed", f"{run.id} completed", level="info"))
+            plots: Effects = []
+            self.plot(run, plots)
+            for effect in plots:
+                effect()
+            return
+        code = f" (exit {exit_code})" if exit_code is not None else ""
+        reason = f"attempt {attempt.n} ended {state.value}{code} and no rule recognised the failure"
+        decision_id = self.store.record_decision(
+            run.id,
+            attempt.n,
+            rule=UNRECOGNISED,
+            action="alert",
+            signature=f"unrecognised:{state.value}",
+            reason=reason,
+            evidence={"state": state.value, "exit_code": exit_code},
+        )
+        if decision_id is None:
+            return
+        crash_point("after-decision")
+        await self._unrecognised(run, attempt, decision_id, reason)
+
+    async def _unrecognised(
+        self,
+        run: RunRow,
+        attempt: AttemptRow,
+        decision_id: int,
+        reason: str,
+        outcome: str = "alerted; waiting for a human (`shepherd resume`)",
+    ) -> None:
+        """Stop and wait for a human: the run FAILED, then the alert and the outcome together."""
+        run = self.store.get_run(run.id) or run
+        if not run.state.is_final and run.state not in (
+            RunState.BACKOFF,
+            RunState.QUEUED,
+            RunState.SUBMITTING,
+        ):
+            self.store.set_run_state(
+                run.id, RunState.FAILED, reason=reason, event=("failed", reason, {}), attempt=attempt.n
+            )
+        alert = RunEvent(run.id, "alert", f"{run.id}: {reason}", level="error", needs_human=True)
+        self._commit(decision_id, outcome, [lambda: self.notify(alert)])
+
+
+def _looks_like_ip(name: str) -> bool:
+    """Ray's `ip=` names an address; sbatch --exclude wants a node name."""
+    parts = name.split(".")
+    return len(parts) == 4 and all(p.isdigit() for p in parts)

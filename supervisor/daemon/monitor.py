@@ -1,0 +1,524 @@
+"""Watch every active attempt and feed what it shows into the rules engine.
+
+For each attempt whose job may be alive: its Slurm output file and
+`<jobid>-logs/` folder (inotify, or polling on shared filesystems), the
+trainer's status.json and metrics.jsonl (or, when it writes none, its
+TensorBoard event files), the clock, and the Slurm states the poller reports.
+Lines, metrics.jsonl rows and TensorBoard records are read from a persisted cursor and the cursor
+is saved only after what they matched was dispatched, so a restart neither
+re-reads nor misses anything; a match that is seen twice is still decided once
+(the store's unique decision index).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import structlog
+
+from supervisor.domain.observations import MetricEvent, StateEvent, Tick
+from supervisor.domain.runs import AttemptRow, AttemptState, RunRow
+from supervisor.domain.spec import JobSpec
+from supervisor.rules.engine import Match, MatcherState, RuleSet, feed, load_ruleset, note_files, scan_lines
+from supervisor.slurm.submit import base_log_dir
+from supervisor.store import Store
+from supervisor.watch.fswatch import ChangeSource
+from supervisor.watch.lines import SEGMENT_SEP
+from supervisor.watch.metrics import MetricsReader, to_metric_events
+from supervisor.watch.progress import StatusReader, bar_event, parse_tqdm
+from supervisor.watch.tailer import FileCursor, Follower, TailResult
+from supervisor.watch.tbevents import TensorBoardWatcher, newest_exp_dir
+from supervisor.watch.tbevents import to_metric_events as tb_metric_events
+
+if TYPE_CHECKING:
+    from supervisor.act.actions import Actions
+    from supervisor.daemon.loops import Daemon
+
+log = structlog.get_logger(__name__)
+
+DRAIN_AFTER_END_S = 15.0  # keep reading an ended attempt's files this long: the last lines land late
+REFRESH_EVERY_S = 10.0
+DRIVER_EXITED_RE = re.compile(r"driver exited with code (-?\d+)")  # ray.sub's own line, in slurm-<jobid>.out
+ENDED_STALL_SOURCE = "shepherd-monitor"
+LOG_DIR_RE = re.compile(r"^(?P<job>\d+)(?:-(?P<restart>\d+))?-logs$")
+
+
+def newest_log_dir(names: Iterable[str], job_id: str) -> str | None:
+    """The folder the job writes now: `<jobid>-<restart>-logs/` with the highest restart, or `<jobid>-logs/`.
+
+    Sorting names is wrong here (`-10-` < `-2-` < `-logs`), so the restart count is compared as a number.
+    """
+    best: tuple[int, str] | None = None
+    for name in names:
+        m = LOG_DIR_RE.match(name)
+        if m is None or m.group("job") != job_id:
+            continue
+        restart = int(m.group("restart") or 0)
+        if best is None or restart > best[0]:
+            best = (restart, name)
+    return best[1] if best else None
+
+
+RAY_SUB_STAMP_RE = re.compile(r"\[ray\.sub (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]")
+
+
+def driver_exit_time(tail: str, mtime: float) -> float | None:
+    """When the launcher's last 'driver exited' line says it was written (its own stamp, local time), else
+    the file's mtime; None without such a line. Recovers what a restarted daemon's tailer will not re-read."""
+    found = None
+    for line in tail.splitlines():
+        if "driver exited with code" in line and DRIVER_EXITED_RE.search(line):
+            found = line
+    if found is None:
+        return None
+    stamp = RAY_SUB_STAMP_RE.search(found)
+    if stamp:
+        try:
+            return min(time.mktime(time.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S")), mtime)
+        except (ValueError, OverflowError):
+            pass
+    return mtime
+
+
+def ended_overdue(present: Iterable[str], driver_exited_at: float | None, now: float, after_s: float) -> bool:
+    """NeMo RL #1019: Ray started, the driver exited, ENDED is still missing: the job idles to walltime."""
+    names = set(present)
+    return (
+        driver_exited_at is not None
+        and "STARTED_RAY_HEAD" in names
+        and "ENDED" not in names
+        and now - driver_exited_at >= after_s
+    )
+
+
+class StoreCursors:
+    """The tailer's CursorStore on the daemon's SQLite store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def load(self, path: str) -> FileCursor | None:
+        row = self.store.load_cursor(path)
+        return FileCursor(*row) if row else None
+
+    def save(self, path: str, cursor: FileCursor) -> None:
+        self.store.save_cursor(path, cursor.inode, cursor.offset, cursor.line_no)
+
+
+@dataclass
+class AttemptWatch:
+    run_id: str
+    n: int
+    job_id: str
+    spec: JobSpec
+    rules: RuleSet
+    state: MatcherState
+    log_base: Path
+    files: set[str] = field(default_factory=set)
+    status: StatusReader | None = None
+    metrics: MetricsReader | None = None
+    metrics_saved: FileCursor | None = None  # the metrics.jsonl cursor last staged for saving
+    tb: TensorBoardWatcher | None = None  # the trainer's event files, read when it writes no metrics.jsonl
+    tb_fed: bool = False  # TensorBoard scalars were fed: a metrics.jsonl appearing later is not read too
+    tb_rescan: bool = True  # list the event files again on the next read (with the log files' re-listing)
+    tb_saved: dict[str, tuple[int, int]] = field(default_factory=dict)  # event file -> (inode, offset) saved
+    ended_at: float | None = None
+    refreshed_at: float = 0.0
+    progress: dict[str, object] = field(default_factory=dict)
+    unread: set[str] = field(default_factory=set)  # newly watched files, to read once from their cursor
+    driver_exited_at: float | None = None  # when the launcher said the driver exited (ENDED should follow)
+    ended_alarm: bool = False
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.run_id, self.n)
+
+    def log_dirs(self) -> list[Path]:
+        """`<jobid>-logs/` and, after Slurm requeues, `<jobid>-<restart>-logs/` (NeMo RL's convention)."""
+        return sorted(self.log_base.glob(f"{self.job_id}-*logs")) if self.log_base.is_dir() else []
+
+    def current_log_dir(self) -> Path | None:
+        name = newest_log_dir((d.name for d in self.log_dirs()), self.job_id)
+        return self.log_base / name if name else None
+
+
+class Monitor:
+    def __init__(self, daemon: Daemon, actions: Actions, *, clock: Callable[[], float] = time.time) -> None:
+        self.daemon = daemon
+        self.store = daemon.store
+        self.actions = actions
+        self.clock = clock
+        w = daemon.settings.watch
+        self.changes = ChangeSource(poll_interval_s=w.poll_interval_s, force_polling=w.force_polling)
+        self.follower = Follower(StoreCursors(self.store))
+        self.watches: dict[tuple[str, int], AttemptWatch] = {}
+        self._rulesets: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], RuleSet] = {}
+        self._by_path: dict[str, tuple[str, int]] = {}
+        self._unsaved: set[str] = set()
+        self._scalar_cursors: dict[str, FileCursor] = {}  # metrics.jsonl or event file -> cursor to save
+
+    # ---- which attempts are watched -----------------------------------------------------------------
+    def ruleset_for(self, spec: JobSpec) -> RuleSet:
+        key = (tuple(str(p) for p in spec.rules.files), spec.rules.use_default, tuple(spec.rules.disable))
+        rs = self._rulesets.get(key)
+        if rs is None:
+            rs = load_ruleset(
+                spec.rules.files, use_default=spec.rules.use_default, disable=spec.rules.disable
+            )
+            self._rulesets[key] = rs
+        return rs
+
+    def reload_rules(self) -> None:
+        """Called on SIGHUP / a rules file change: compile everything anew first, swap only if all load."""
+        load_ruleset()  # the shipped rules must load even when no run uses a custom set
+        fresh = {}
+        for key in self._rulesets:
+            files, use_default, disable = key
+            fresh[key] = load_ruleset(
+                [Path(f) for f in files], use_default=use_default, disable=list(disable)
+            )
+        self._rulesets = fresh
+        for w in self.watches.values():
+            w.rules = self.ruleset_for(w.spec)
+
+    def watch_for(self, run: RunRow, attempt: AttemptRow) -> AttemptWatch | None:
+        key = (run.id, attempt.n)
+        w = self.watches.get(key)
+        if w is not None or not attempt.job_id:
+            return w
+        spec = self.daemon.spec_of(run)
+        try:
+            rules = self.ruleset_for(spec)
+        except Exception as exc:
+            log.error("the run's rules do not load; using the default rules", run_id=run.id, error=str(exc))
+            rules = load_ruleset()
+        st = MatcherState(run_id=run.id, attempt=attempt.n)
+        w = AttemptWatch(
+            run.id, attempt.n, attempt.job_id, spec, rules, st, base_log_dir(spec, self.daemon.run_dir(run))
+        )
+        if spec.trainer_log_dir is not None:
+            w.status = StatusReader(spec.trainer_log_dir / "status.json")
+        w.driver_exited_at = self._recover_driver_exit(w)
+        self.watches[key] = w
+        self._refresh_files(w)
+        return w
+
+    def _recover_driver_exit(self, w: AttemptWatch) -> float | None:
+        """After a restart the tailer resumes past the 'driver exited' line: look for it in the tail."""
+        path = w.log_base / f"slurm-{w.job_id}.out"
+        try:
+            with path.open("rb") as fh:
+                st = os.fstat(fh.fileno())
+                fh.seek(max(0, st.st_size - 65536))
+                tail = fh.read().decode("utf-8", "replace")
+        except OSError:
+            return None
+        return driver_exit_time(tail, st.st_mtime)
+
+    def _refresh_files(self, w: AttemptWatch) -> None:
+        w.refreshed_at = self.clock()
+        w.tb_rescan = True
+        wanted = {str(w.log_base / f"slurm-{w.job_id}.out")}
+        for d in w.log_dirs():
+            wanted |= {str(p) for p in d.glob("ray-*.log")}
+            if str(d) not in self._by_path:
+                self.changes.add(d, is_dir=True)
+                self._by_path[str(d)] = w.key
+        if not w.log_dirs() and str(w.log_base) not in self._by_path and w.log_base.exists():
+            self.changes.add(w.log_base, is_dir=True)  # to see `<jobid>-logs/` appear
+            self._by_path[str(w.log_base)] = w.key
+        for f in wanted - w.files:
+            self.changes.add(f)
+            self._by_path[f] = w.key
+            # What was written before the watch began (while the daemon was down or starting) raises no
+            # change event: read it on the next tick, from the saved cursor.
+            w.unread.add(f)
+        w.files |= wanted
+        present = [p.name for d in w.log_dirs() for p in d.iterdir()] if w.log_dirs() else []
+        note_files(w.state, present)
+
+    def _drop(self, w: AttemptWatch) -> None:
+        for f in list(w.files) + [str(d) for d in w.log_dirs()] + [str(w.log_base)]:
+            if self._by_path.get(f) == w.key:
+                self.changes.remove(f)
+                self._by_path.pop(f, None)
+                self.follower.forget(f)
+        self.watches.pop(w.key, None)
+
+    def sync(self) -> None:
+        """Watch every open attempt; stop watching ended ones once their files are drained."""
+        now = self.clock()
+        open_keys = set()
+        for a in self.store.open_attempts():
+            if a.state != AttemptState.SUBMITTED:
+                continue
+            run = self.store.get_run(a.run_id)
+            if run is None:
+                continue
+            open_keys.add((a.run_id, a.n))
+            known = (a.run_id, a.n) in self.watches
+            w = self.watch_for(run, a)
+            # New log files usually announce themselves as change events; the periodic re-listing is a
+            # safety net, kept rare because on Lustre/GPFS every listing is metadata-server load.
+            if w is not None and known and now - w.refreshed_at >= REFRESH_EVERY_S:
+                self._refresh_files(w)
+        for key, w in list(self.watches.items()):
+            if key not in open_keys:
+                if w.ended_at is None:
+                    w.ended_at = now
+                elif now - w.ended_at > DRAIN_AFTER_END_S:
+                    self.read_files(w, flush=True)
+                    self.persist_cursors()
+                    self._drop(w)
+
+    # ---- reading ------------------------------------------------------------------------------------
+    def read_files(
+        self, w: AttemptWatch, paths: set[str] | None = None, *, flush: bool = False
+    ) -> list[Match]:
+        """New lines of the attempt's files; `flush` also takes an unfinished last line (the job ended)."""
+        matches: list[Match] = []
+        for path in sorted(paths if paths is not None else w.files):
+            while True:
+                try:
+                    result = self.follower.poll(path, flush=flush)
+                except OSError as exc:
+                    log.warning("could not read log file", path=path, error=str(exc))
+                    break
+                matches += self._scan(w, result)
+                # Saved only after dispatch() recorded what these lines decided: a crash in between
+                # re-reads them, and the store's unique decision index keeps that from acting twice.
+                self.follower.commit(result, persist=False)
+                self._unsaved.add(path)
+                if not result.more:
+                    break
+        return matches
+
+    def _scan(self, w: AttemptWatch, result: TailResult) -> list[Match]:
+        now = self.clock()
+        name = Path(result.path).name
+        out: list[Match] = []
+        for batch in result.batches:
+            if not batch.texts:
+                continue
+            out += scan_lines(
+                w.rules, w.state, batch.texts, name, batch.first_line, now, prefixes=batch.prefixes
+            )
+            for text in batch.texts:
+                if "driver exited with code" in text and DRIVER_EXITED_RE.search(text):
+                    w.driver_exited_at = w.driver_exited_at or now
+                if "%|" in text or "it/s]" in text or "s/it]" in text:
+                    bar = parse_tqdm(text)
+                    if bar is not None:
+                        ev = bar_event(w.run_id, w.n, bar, now)
+                        out += feed(w.rules, w.state, ev)
+                        w.progress[f"bar:{bar.desc}"] = {
+                            "n": bar.n,
+                            "total": bar.total,
+                            "rate": bar.rate,
+                            "at": now,
+                        }
+        return out
+
+    def read_bars(self, w: AttemptWatch) -> list[Match]:
+        """A running tqdm bar redraws with `\r` and never ends its line: read it from the unfinished line."""
+        now = self.clock()
+        out: list[Match] = []
+        for path in w.files:
+            text = self.follower.tailer.partial_text(path)
+            if not text or "|" not in text:
+                continue
+            bar = parse_tqdm(text.rsplit(SEGMENT_SEP, 1)[-1])
+            if bar is not None:
+                out += feed(w.rules, w.state, bar_event(w.run_id, w.n, bar, now))
+                w.progress[f"bar:{bar.desc}"] = {"n": bar.n, "total": bar.total, "rate": bar.rate, "at": now}
+        return out
+
+    def read_metrics(self, w: AttemptWatch, log_dir: Path, now: float) -> list[MetricEvent]:
+        """New scalars: `exp_NNN/metrics.jsonl` when the trainer writes one, else its TensorBoard files.
+
+        Never both (a trainer writing both logs every scalar twice): metrics.jsonl wins unless TensorBoard
+        scalars were already fed for this attempt. Event file cursors are staged here and saved by
+        `persist_cursors`, i.e. after the matches of these scalars were dispatched.
+        """
+        if w.metrics is None and not w.tb_fed:
+            exp = newest_exp_dir(log_dir)
+            if exp is not None and (exp / "metrics.jsonl").exists():
+                jsonl = exp / "metrics.jsonl"
+                saved = self.store.load_cursor(str(jsonl))
+                w.metrics_saved = FileCursor(*saved) if saved else None
+                w.metrics = MetricsReader(jsonl, w.metrics_saved)
+        if w.metrics is not None:
+            got = w.metrics.read()
+            if got.cursor is not None and w.metrics_saved != got.cursor:
+                w.metrics_saved = self._scalar_cursors[str(w.metrics.path)] = got.cursor
+            return to_metric_events(w.run_id, w.n, got.rows, now)
+        if w.tb is None:
+            w.tb = TensorBoardWatcher(log_dir, load=lambda path: self._load_tb_cursor(w, path))
+        # Listing the exp dirs is metadata-server load on Lustre/GPFS: done with the log files' re-listing;
+        # the known files are read on every call.
+        # An ended attempt only drains the files it knows: a newer exp_NNN/ is the next attempt's (the
+        # cursors are per file, so reading it here would take its scalars away from that attempt).
+        scalars = w.tb.read(rescan=w.tb_rescan and w.ended_at is None)
+        w.tb_rescan = False
+        for path, cursor in w.tb.cursors().items():
+            if w.tb_saved.get(path) != cursor:
+                w.tb_saved[path] = cursor
+                self._scalar_cursors[path] = FileCursor(cursor[0], cursor[1], 0)
+        w.tb_fed = w.tb_fed or bool(scalars)
+        return tb_metric_events(w.run_id, w.n, scalars)
+
+    def _load_tb_cursor(self, w: AttemptWatch, path: str) -> tuple[int, int] | None:
+        row = self.store.load_cursor(path)
+        if row is None:
+            return None
+        w.tb_saved[path] = (row[0], row[1])
+        return w.tb_saved[path]
+
+    def read_trainer(self, w: AttemptWatch) -> list[Match]:
+        now = self.clock()
+        out: list[Match] = self.read_bars(w)
+        if w.status is not None:
+            for pev in w.status.poll_events(w.run_id, w.n, now):
+                out += feed(w.rules, w.state, pev)
+                if pev.key == "status":
+                    w.progress["status"] = dict(pev.detail)
+        if w.spec.trainer_log_dir is not None:
+            events = self.read_metrics(w, w.spec.trainer_log_dir, now)
+            for mev in events:
+                out += feed(w.rules, w.state, mev)
+            if events:
+                # Validation is logged only every few steps: keep the newest value of each metric.
+                merged = dict(w.progress.get("metrics") or {})  # type: ignore[call-overload]
+                for mev in events:
+                    merged[mev.tag] = mev.value
+                    merged["step"] = mev.step
+                w.progress["metrics"] = merged
+        return out
+
+    def check_ended(self, w: AttemptWatch, now: float, after_s: float | None = None) -> list[Match]:
+        """A RUNNING job whose driver exited long ago without ENDED: one line for `ended-not-written`.
+
+        `after_s` defaults to the `watch.ended_overdue_s` setting (10 min: the launcher's cleanup takes
+        seconds), read on each call so that a settings reload applies to watched attempts too.
+        """
+        if after_s is None:
+            after_s = self.daemon.settings.watch.ended_overdue_s
+        if w.ended_alarm or w.state.job_state is None or w.state.job_state.value != "RUNNING":
+            return []
+        current = w.current_log_dir()
+        present = [p.name for p in current.iterdir()] if current is not None and current.is_dir() else []
+        if not ended_overdue(present, w.driver_exited_at, now, after_s):
+            return []
+        w.ended_alarm = True
+        mins = (now - (w.driver_exited_at or now)) / 60
+        line = (
+            f"shepherd: ENDED not written {mins:.0f} min after the driver exited while job {w.job_id} "
+            f"is RUNNING in {current}: a node's srun likely failed and the job idles until its time limit"
+        )
+        return scan_lines(w.rules, w.state, [line], ENDED_STALL_SOURCE, 1, now)
+
+    def persist_progress(self, w: AttemptWatch) -> None:
+        if w.progress:
+            self.store.save_progress(w.run_id, w.n, json.dumps(w.progress, default=str))
+
+    # ---- acting -------------------------------------------------------------------------------------
+    def persist_cursors(self) -> None:
+        for path in self._unsaved:
+            self.follower.persist(path)
+        self._unsaved.clear()
+        for path, cursor in self._scalar_cursors.items():
+            self.store.save_cursor(path, cursor.inode, cursor.offset, cursor.line_no)
+        self._scalar_cursors.clear()
+
+    async def dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
+        try:
+            await self._dispatch(w, matches)
+        finally:
+            self.persist_cursors()
+
+    async def _dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
+        if not matches:
+            return
+        run = self.store.get_run(w.run_id)
+        attempt = self.store.get_attempt(w.run_id, w.n)
+        if run is None or attempt is None:
+            return
+        for m in matches:
+            try:
+                await self.actions.on_match(run, attempt, m)
+            except Exception:
+                log.exception("acting on a match failed", run_id=w.run_id, rule=m.rule)
+
+    async def on_state(self, run: RunRow, attempt: AttemptRow, ev: StateEvent) -> None:
+        """A Slurm state change: drain the attempt's logs first (the cause is usually there), then decide."""
+        w = self.watch_for(run, attempt)
+        if w is None:
+            if ev.state.is_terminal:
+                await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code)
+            return
+        self._refresh_files(w)
+        await self.dispatch(w, self.read_files(w, flush=ev.state.is_terminal) + self.read_trainer(w))
+        matches = feed(w.rules, w.state, ev)
+        await self.dispatch(w, matches)
+        if ev.state.is_terminal:
+            w.ended_at = w.ended_at or self.clock()
+            # Settles the run unless a decision already did (resume scheduled, gave up, completed): an
+            # alert-only match (a pending warning, say) must not leave an ended run RUNNING.
+            await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code)
+
+    # ---- loops --------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.changes.run)
+            tg.start_soon(self._change_loop)
+            tg.start_soon(self._tick_loop)
+
+    async def _change_loop(self) -> None:
+        async for paths in self.changes:
+            self.daemon.beat("monitor")
+            by_watch: dict[tuple[str, int], set[str]] = {}
+            for p in paths:
+                key = self._by_path.get(p)
+                if key is None:
+                    parent = self._by_path.get(str(Path(p).parent))
+                    if parent is None:
+                        continue
+                    key = parent
+                by_watch.setdefault(key, set()).add(p)
+            for key, changed in by_watch.items():
+                w = self.watches.get(key)
+                if w is None:
+                    continue
+                if any(p not in w.files for p in changed):
+                    self._refresh_files(w)
+                await self.dispatch(w, self.read_files(w, {p for p in changed if p in w.files}))
+
+    async def _tick_loop(self) -> None:
+        last_progress_save = 0.0
+        while True:
+            self.daemon.beat("monitor")
+            try:
+                self.sync()
+                now = self.clock()
+                for w in list(self.watches.values()):
+                    unread, w.unread = w.unread, set()
+                    matches = self.read_files(w, unread) if unread else []
+                    matches += self.read_trainer(w)
+                    matches += feed(w.rules, w.state, Tick(now))
+                    matches += self.check_ended(w, now)
+                    await self.dispatch(w, matches)
+                if now - last_progress_save >= 5:
+                    for w in self.watches.values():
+                        self.persist_progress(w)
+                    last_progress_save = now
+            except Exception:
+                log.exception("monitor tick failed")
+            await anyio.sleep(1.0)

@@ -1,0 +1,154 @@
+"""Resume a trainer that always resumes from its newest ``step_N`` (NeMo RL) from another checkpoint.
+
+NeMo RL has no "resume from X": it takes the highest ``step_N`` in ``checkpointing.checkpoint_dir``. To resume
+from ``best`` or ``step_N`` shepherd stages a fresh dir ``<checkpoint.dir>.staged/<run>/attempt-<n>/`` holding
+one symlink to the chosen ``step_N`` (its ``training_info.json`` comes along) and points the next attempt at
+it; newer checkpoints in the original dir are never touched. The staged dir sits beside the checkpoint dir so
+it is on the same shared filesystem the job already reads. Later resumes look in the dir the last attempt used
+(its *lineage*, where the trainer wrote new steps) as well as the original.
+
+`place` is pure (listings in, decision out); `resolve` is the thin I/O shell.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from supervisor.decide.checkpoints import INFO_FILE, Checkpoint, candidates, discover, list_checkpoint_dir
+
+STEP_RE = re.compile(r"step_\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where to resume from: the checkpoint, the dir holding it, and whether a staged dir must link it."""
+
+    checkpoint: Checkpoint | None
+    source_dir: str | None
+    stage: bool
+    reason: str
+
+
+def place(
+    found: Mapping[str, Sequence[Checkpoint]],
+    selector: str,
+    *,
+    lineage: str,
+    higher_is_better: bool = True,
+    keep_top_k: int | None = None,
+    exists: Callable[[str, str], bool] = lambda _d, _n: True,
+) -> Placement:
+    """Choose among the checkpoints of several dirs; `lineage` is the dir the last attempt trained in.
+
+    ``latest`` means the newest step of the lineage (what the trainer itself would resume from, so never
+    staged); ``best`` ranks every dir together (lineage first on ties); ``step_N`` prefers the lineage's copy.
+    Staging is needed when the trainer, pointed at the chosen checkpoint's dir, would pick a newer step.
+    """
+    dirs = [lineage, *(d for d in found if d != lineage)]
+    flat: list[Checkpoint] = []
+    where: dict[str, tuple[str, Checkpoint]] = {}
+    for d in dirs:
+        for cp in found.get(d, ()):
+            key = f"{d}/{cp.name}"
+            flat.append(Checkpoint(name=key, step=cp.step, metric=cp.metric))
+            where[key] = (d, cp)
+    by_lineage = sorted((c for c in flat if where[c.name][0] == lineage), key=lambda c: -c.step)
+    by_lineage += sorted((c for c in flat if where[c.name][0] != lineage), key=lambda c: -c.step)
+    if selector == "best":
+        order = candidates(flat, selector, higher_is_better=higher_is_better, keep_top_k=keep_top_k)
+    elif selector == "latest" or STEP_RE.fullmatch(selector):
+        exact = [c for c in by_lineage if where[c.name][1].name == selector]
+        order = exact + [c for c in by_lineage if c not in exact]
+    else:
+        raise ValueError(f"unknown checkpoint selector {selector!r}: use latest, best or step_N")
+    gone: list[str] = []
+    if selector.startswith("step_") and not any(where[c.name][1].name == selector for c in order):
+        gone.append(f"{selector} not found")
+    for c in order:
+        d, cp = where[c.name]
+        if not exists(d, cp.name):
+            gone.append(f"{cp.name} vanished")
+            continue
+        newest = max(x.step for x in found.get(d, ()))
+        stage = cp.step != newest
+        what = {"best": "best", "latest": "latest"}.get(selector, "requested")
+        metric = f", metric {cp.metric:g}" if cp.metric is not None else ""
+        how = f"{cp.name} ({what}{metric})" if not gone else f"{'; '.join(gone)}: falling back to {cp.name}"
+        if stage:
+            how += f"; staged in a fresh checkpoint dir (step_{newest} is newer in {d})"
+        return Placement(cp, d, stage, f"resuming from {how}")
+    if gone:
+        why = f"no usable checkpoint ({', '.join(gone)}): starting from scratch"
+        return Placement(None, None, False, why)
+    return Placement(None, None, False, "no complete checkpoint yet: starting from scratch")
+
+
+def staged_root(checkpoint_dir: Path, run_id: str) -> Path:
+    return checkpoint_dir.parent / f"{checkpoint_dir.name}.staged" / run_id
+
+
+def fresh_name(existing: Sequence[str], attempt: int) -> str:
+    """`attempt-<n>`, or `attempt-<n>.<k>` when that name is taken (a decision carried out again)."""
+    base = f"attempt-{attempt}"
+    if base not in existing:
+        return base
+    k = 2
+    while f"{base}.{k}" in existing:
+        k += 1
+    return f"{base}.{k}"
+
+
+def stage(root: Path, source: Path, attempt: int) -> Path:
+    """A new dir under `root` holding one symlink to `source` (a ``step_N``); nothing else is touched."""
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / fresh_name([p.name for p in root.iterdir()], attempt)
+    target.mkdir()
+    (target / source.name).symlink_to(source.resolve(), target_is_directory=True)
+    return target
+
+
+def trainer_dir(original: Path, checkpoint: str | None) -> str | None:
+    """The dir to point the trainer at for `checkpoint`: its parent unless that is the spec's own dir."""
+    if checkpoint is None:
+        return None
+    parent = Path(checkpoint).parent
+    return None if parent == original else str(parent)
+
+
+def resolve(
+    original: Path,
+    selector: str,
+    *,
+    run_id: str,
+    attempt: int,
+    lineage: str | None = None,
+    metric: str | None = None,
+    higher_is_better: bool = True,
+    keep_top_k: int | None = None,
+) -> tuple[str | None, str]:
+    """(path the next attempt resumes from, why): looks in the original dir and the lineage, stages if needed.
+
+    The returned path is inside the dir the trainer must read (`trainer_dir` gives it): the original dir, the
+    lineage, or a freshly staged dir.
+    """
+    line = Path(lineage) if lineage else original
+    dirs = [line] if line == original else [line, original]
+    found = {str(d): discover(list_checkpoint_dir(d), metric) for d in dirs}
+    p = place(
+        found,
+        selector,
+        lineage=str(line),
+        higher_is_better=higher_is_better,
+        keep_top_k=keep_top_k,
+        exists=lambda d, n: (Path(d) / n / INFO_FILE).is_file(),
+    )
+    if p.checkpoint is None or p.source_dir is None:
+        return None, p.reason
+    source = Path(p.source_dir) / p.checkpoint.name
+    if not p.stage:
+        return str(source), p.reason
+    staged = stage(staged_root(original, run_id), source, attempt)
+    return str(staged / p.checkpoint.name), f"{p.reason}: {staged}"

@@ -1,0 +1,110 @@
+"""Runs, attempts, history entries and decisions as every stage sees them: the rows the store keeps."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class RunState(StrEnum):
+    QUEUED = "QUEUED"  # claimed, first attempt not yet submitted
+    SUBMITTING = "SUBMITTING"  # an intent is written; sbatch may or may not have run
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    BACKOFF = "BACKOFF"  # a resume is scheduled for next_action_at
+    HELD = "HELD"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"  # stopped and waiting for a human (alerted)
+    CANCELLED = "CANCELLED"
+    GAVE_UP = "GAVE_UP"
+    LOST = "LOST"  # Slurm forgot the job and no record says how it ended
+
+    @property
+    def is_final(self) -> bool:
+        return self in {
+            RunState.COMPLETED,
+            RunState.FAILED,
+            RunState.CANCELLED,
+            RunState.GAVE_UP,
+            RunState.LOST,
+        }
+
+
+class AttemptState(StrEnum):
+    INTENT = "INTENT"  # written before sbatch
+    SUBMITTED = "SUBMITTED"  # sbatch returned a job id
+    ENDED = "ENDED"  # Slurm confirmed a terminal state
+    NEVER_SUBMITTED = "NEVER_SUBMITTED"  # reconciliation proved sbatch never created it
+    SUBMIT_FAILED = "SUBMIT_FAILED"  # sbatch refused the job (bad option, invalid account...)
+    UNKNOWN = "UNKNOWN"  # vanished from Slurm past the grace period
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    id: str
+    name: str
+    spec_json: str
+    spec_path: str
+    state: RunState
+    created_at: float
+    updated_at: float
+    next_action_at: float | None
+    next_attempt_json: str | None
+    final_reason: str | None
+    held: bool
+
+    @property
+    def next_attempt(self) -> dict[str, Any]:
+        return dict(json.loads(self.next_attempt_json)) if self.next_attempt_json else {}
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRow:
+    run_id: str
+    n: int
+    tag: str
+    state: AttemptState
+    job_id: str | None
+    intent_at: float
+    submitted_at: float | None
+    started_at: float | None
+    ended_at: float | None
+    slurm_state: str | None
+    reason: str | None
+    exit_code: int | None
+    nodes: str | None
+    checkpoint: str | None
+    overrides_json: str | None
+    unknown_since: float | None
+    last_seen_at: float | None
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        return dict(json.loads(self.overrides_json)) if self.overrides_json else {}
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    id: int
+    run_id: str
+    attempt: int | None
+    at: float
+    kind: str
+    message: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRow:
+    id: int
+    run_id: str
+    attempt: int | None
+    at: float
+    rule: str
+    action: str
+    signature: str
+    reason: str
+    evidence: dict[str, Any]
+    outcome: str

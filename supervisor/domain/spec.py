@@ -1,0 +1,222 @@
+"""The job spec: what a user drops into the queue folder.
+
+Every field is validated up front (unknown keys are errors) so a typo is
+reported at submission time, with its line, instead of as a failed job hours
+later. Values never reach a shell: the command is an argv list, or a string
+that is handed to ``bash -c`` as a single argv element inside the job.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from supervisor.domain.yamlpos import load_yaml_model
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+# Slurm time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or UNLIMITED.
+TIME_RE = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+(:\d{1,2}){0,2})$")
+MEM_RE = re.compile(r"^\d+[KMGT]?$")
+ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# sbatch options we set ourselves; a spec may not override them through extra_args.
+RESERVED_SBATCH = ("--job-name", "-J", "--comment", "--output", "-o", "--error", "-e", "--parsable", "--wrap")
+
+MAX_SPEC_BYTES = 256 * 1024
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SlurmSpec(_Strict):
+    account: str | None = None
+    partition: str | None = None
+    qos: str | None = None
+    nodes: Annotated[int, Field(ge=1, le=4096)] = 1
+    gpus_per_node: Annotated[int, Field(ge=0, le=64)] = 0
+    cpus: Annotated[int, Field(ge=1, le=1024, description="CPUs per node (one task per node)")] = 1
+    mem: str | None = Field(default=None, description="memory per node, e.g. 16G")
+    time: str | None = Field(default=None, description="time limit in Slurm's format, e.g. 04:00:00")
+    signal: str | None = Field(default=None, description="--signal value, e.g. B:USR1@120")
+    exclude: list[str] = Field(default_factory=list)
+    extra_args: list[str] = Field(default_factory=list)
+
+    @field_validator("account", "partition", "qos")
+    @classmethod
+    def _plain_word(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[A-Za-z0-9_.,-]+", v):
+            raise ValueError("only letters, digits and _ . , - are allowed")
+        return v
+
+    @field_validator("mem")
+    @classmethod
+    def _mem(cls, v: str | None) -> str | None:
+        if v is not None and not MEM_RE.fullmatch(v):
+            raise ValueError("expected a size like 4000, 16G or 512M")
+        return v
+
+    @field_validator("time")
+    @classmethod
+    def _time(cls, v: str | None) -> str | None:
+        if v is not None and not TIME_RE.fullmatch(v):
+            raise ValueError("expected a Slurm time like 30, 04:00:00 or 1-12:00:00")
+        return v
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra(cls, v: list[str]) -> list[str]:
+        for arg in v:
+            if not arg.startswith("-"):
+                raise ValueError(f"{arg!r}: each extra arg must be one option like --constraint=a100")
+            if arg.split("=", 1)[0] in RESERVED_SBATCH:
+                raise ValueError(f"{arg!r}: this option is set by shepherd itself")
+        return v
+
+
+class ContainerSpec(_Strict):
+    image: str
+    mounts: list[str] = Field(default_factory=list)
+
+
+class CheckpointSpec(_Strict):
+    dir: Path
+    metric: str | None = Field(default=None, description="e.g. val:accuracy or train:reward_mean")
+    higher_is_better: bool = True
+    keep_top_k: Annotated[int, Field(ge=1)] | None = None
+
+
+class ResumeSpec(_Strict):
+    max_attempts: Annotated[int, Field(ge=1, le=1000)] = 4
+    backoff_s: Annotated[float, Field(ge=0)] = 60.0
+    backoff_max_s: Annotated[float, Field(ge=0)] = 1800.0
+    checkpoint: str = Field(default="latest", pattern=r"^(latest|best|step_\d+)$")
+    pass_checkpoint: list[str] | None = Field(
+        default=None,
+        description="argv appended on resume, with {checkpoint}; null: the trainer resumes by itself",
+    )
+    checkpoint_dir_arg: list[str] | None = Field(
+        default=None,
+        description="argv pointing the trainer at a staged checkpoint dir, with {checkpoint_dir}; an argv "
+        "element with the same `key=` prefix is replaced (checkpointing.checkpoint_dir={checkpoint_dir})",
+    )
+
+    @field_validator("pass_checkpoint")
+    @classmethod
+    def _has_placeholder(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and not any("{checkpoint}" in a for a in v):
+            raise ValueError("must contain {checkpoint}, e.g. ['--resume-from', '{checkpoint}']")
+        return v
+
+    @field_validator("checkpoint_dir_arg")
+    @classmethod
+    def _has_dir_placeholder(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and not any("{checkpoint_dir}" in a for a in v):
+            raise ValueError(
+                "must contain {checkpoint_dir}, e.g. ['checkpointing.checkpoint_dir={checkpoint_dir}']"
+            )
+        return v
+
+
+class RulesSpec(_Strict):
+    use_default: bool = True
+    files: list[Path] = Field(default_factory=list)
+    disable: list[str] = Field(default_factory=list)
+
+
+class NotifySpec(_Strict):
+    slack_channel: str | None = None
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class JobSpec(_Strict):
+    name: str
+    command: list[str] | str
+    workdir: Path | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    slurm: SlurmSpec = Field(default_factory=SlurmSpec)
+    container: ContainerSpec | None = None
+    log_dir: Path | None = Field(
+        default=None, description="BASE_LOG_DIR: <log_dir>/<jobid>-logs/ is written there"
+    )
+    trainer_log_dir: Path | None = Field(
+        default=None,
+        description="the trainer's logger.log_dir: exp_NNN/{tensorboard,metrics.jsonl}, status.json",
+    )
+    checkpoint: CheckpointSpec | None = None
+    resume: ResumeSpec = Field(default_factory=ResumeSpec)
+    rules: RulesSpec = Field(default_factory=RulesSpec)
+    notify: NotifySpec = Field(default_factory=NotifySpec)
+    shared_cache_dir: Path | None = Field(
+        default=None,
+        description="shared storage for HF_HOME and friends, used by the hf-cache-not-shared fix",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.fullmatch(v):
+            raise ValueError(
+                "1-63 characters: letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
+        return v
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, v: list[str] | str) -> list[str] | str:
+        if isinstance(v, str) and not v.strip():
+            raise ValueError("must not be empty")
+        if isinstance(v, list) and (not v or not v[0]):
+            raise ValueError("must be a non-empty argv list")
+        if any("\x00" in a for a in ([v] if isinstance(v, str) else v)):
+            raise ValueError("must not contain NUL bytes")
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not ENV_KEY_RE.fullmatch(key):
+                raise ValueError(f"{key!r} is not a valid environment variable name")
+            if "\x00" in value:
+                raise ValueError(f"{key}: value must not contain NUL bytes")
+        return v
+
+    @model_validator(mode="after")
+    def _paths_absolute(self) -> JobSpec:
+        for label, p in (
+            ("workdir", self.workdir),
+            ("log_dir", self.log_dir),
+            ("shared_cache_dir", self.shared_cache_dir),
+            ("trainer_log_dir", self.trainer_log_dir),
+        ):
+            if p is not None and not p.is_absolute():
+                raise ValueError(f"{label} must be an absolute path")
+        if self.checkpoint is not None and not self.checkpoint.dir.is_absolute():
+            raise ValueError("checkpoint.dir must be an absolute path")
+        return self
+
+    def argv(self) -> list[str]:
+        """The driver's argv inside the job: a string command runs under bash -c, as one argument."""
+        return ["bash", "-c", self.command] if isinstance(self.command, str) else list(self.command)
+
+
+def load_spec(path: Path, text: str | None = None) -> JobSpec:
+    """Load and validate a spec file; raises `YamlDocumentError` with located errors."""
+    return load_yaml_model(JobSpec, path, text)
+
+
+def check_spec_files(spec: JobSpec) -> list[str]:
+    """Problems with the files a spec names, found before anything is submitted."""
+    problems = []
+    if spec.workdir is not None and not spec.workdir.is_dir():
+        problems.append(f"workdir: {spec.workdir} does not exist or is not a directory")
+    for rules_file in spec.rules.files:
+        if not rules_file.is_file():
+            problems.append(f"rules.files: {rules_file} does not exist")
+    argv0 = spec.argv()[0]
+    if "/" in argv0 and not Path(argv0).exists():
+        problems.append(f"command: {argv0} does not exist")
+    return problems

@@ -1,0 +1,185 @@
+"""The queue folder: claim good specs, reject bad ones with a precise reason.
+
+A spec is claimed by an atomic rename into `runs/<run-id>/spec.yaml`, so a
+half-written file is never read twice and two daemons never submit the same
+spec. A bad spec is moved (never deleted) to `rejected/` beside an
+`.error.txt` that says exactly what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from supervisor.domain.spec import JobSpec, check_spec_files, load_spec
+from supervisor.domain.yamlpos import YamlDocumentError
+
+log = structlog.get_logger(__name__)
+
+SPEC_SUFFIXES = (".yaml", ".yml")
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}-\d{8}-\d{6}-[0-9a-f]{4}")
+
+
+def is_candidate(name: str) -> bool:
+    """Spec files only: not editor swap/backup files, hidden files or partial uploads."""
+    if name.startswith((".", "#", "~")) or name.endswith(("~", ".swp", ".swx", ".tmp", ".part", ".partial")):
+        return False
+    return name.endswith(SPEC_SUFFIXES)
+
+
+def new_run_id(name: str, now: float) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    return f"{name[:40]}-{stamp}-{secrets.token_hex(2)}"
+
+
+def queue_dir_problem(queue_dir: Path) -> str | None:
+    """Why the queue folder is unsafe to take specs from, or None.
+
+    Whoever can write into the queue can make the daemon submit jobs, so only the daemon's user may: the
+    folder must be owned by that uid and writable by nobody else (no group or other write bit). Files in it
+    are checked too (owner, no symlinks), but a folder others can write lets them race those checks.
+    """
+    try:
+        st = queue_dir.stat()
+    except FileNotFoundError:
+        return None
+    if st.st_uid != os.getuid():
+        return f"{queue_dir} is owned by uid {st.st_uid}, but the daemon runs as uid {os.getuid()}"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        who = (
+            "group and others"
+            if st.st_mode & stat.S_IWGRP and st.st_mode & stat.S_IWOTH
+            else ("group" if st.st_mode & stat.S_IWGRP else "others")
+        )
+        return (
+            f"{queue_dir} is writable by {who} (mode {stat.S_IMODE(st.st_mode):o}): whoever can write there "
+            f"can make shepherd submit jobs; fix with `chmod go-w {queue_dir}`"
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    run_id: str
+    spec: JobSpec
+    spec_path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    source: Path
+    moved_to: Path
+    errors: list[str]
+
+
+class Intake:
+    def __init__(
+        self,
+        queue_dir: Path,
+        runs_dir: Path,
+        rejected_dir: Path,
+        *,
+        max_bytes: int = 256 * 1024,
+        settle_s: float = 0.3,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.queue_dir = queue_dir
+        self.runs_dir = runs_dir
+        self.rejected_dir = rejected_dir
+        self.max_bytes = max_bytes
+        self.settle_s = settle_s
+        self.clock = clock
+
+    def scan(self) -> tuple[list[Claimed], list[Rejected]]:
+        """Look at every settled file in the queue once."""
+        claimed: list[Claimed] = []
+        rejected: list[Rejected] = []
+        try:
+            entries = sorted(os.scandir(self.queue_dir), key=lambda e: e.name)
+        except FileNotFoundError:
+            return claimed, rejected
+        for entry in entries:
+            if not is_candidate(entry.name):
+                continue
+            try:
+                outcome = self._consider(Path(entry.path))
+            except FileNotFoundError:
+                continue  # taken by another daemon, or withdrawn by the user
+            except OSError as exc:
+                log.error("could not read queued spec", path=entry.path, error=str(exc))
+                continue
+            if isinstance(outcome, Claimed):
+                claimed.append(outcome)
+            elif isinstance(outcome, Rejected):
+                rejected.append(outcome)
+        return claimed, rejected
+
+    def _consider(self, path: Path) -> Claimed | Rejected | None:
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            return self._reject(path, ["the spec is a symbolic link; copy the file into the queue instead"])
+        if not stat.S_ISREG(st.st_mode):
+            return self._reject(path, ["not a regular file"])
+        if self.clock() - st.st_mtime < self.settle_s:
+            return None  # still being written
+        if st.st_uid != os.getuid():
+            return self._reject(path, [f"owned by uid {st.st_uid}, but the daemon runs as uid {os.getuid()}"])
+        if st.st_size > self.max_bytes:
+            return self._reject(path, [f"too large: {st.st_size} bytes (limit {self.max_bytes})"])
+        if st.st_size == 0:
+            return self._reject(path, ["empty file"])
+        raw = path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return self._reject(path, [f"not UTF-8 text (byte {exc.start})"])
+        try:
+            spec = load_spec(path, text)
+        except YamlDocumentError as exc:
+            return self._reject(path, [str(e) for e in exc.errors])
+        problems = check_spec_files(spec)
+        if problems:
+            return self._reject(path, [f"{path}: {p}" for p in problems])
+        return self._claim(path, spec)
+
+    def _claim(self, path: Path, spec: JobSpec) -> Claimed | None:
+        # `shepherd submit` names the file after the run id it printed; keep that id.
+        run_id = path.stem if RUN_ID_RE.fullmatch(path.stem) and path.stem.startswith(spec.name[:40]) else ""
+        if not run_id or (self.runs_dir / run_id).exists():
+            run_id = new_run_id(spec.name, self.clock())
+        run_dir = self.runs_dir / run_id
+        run_dir.mkdir(parents=True)
+        target = run_dir / "spec.yaml"
+        try:
+            os.rename(path, target)  # atomic: exactly one claimant wins
+        except FileNotFoundError:
+            run_dir.rmdir()
+            return None
+        log.info("spec claimed", run_id=run_id, source=path.name)
+        return Claimed(run_id, spec, target)
+
+    def _reject(self, path: Path, errors: list[str]) -> Rejected | None:
+        self.rejected_dir.mkdir(parents=True, exist_ok=True)
+        target = self.rejected_dir / path.name
+        if target.exists() or target.is_symlink():
+            target = (
+                self.rejected_dir / f"{path.stem}-{int(self.clock())}-{secrets.token_hex(2)}{path.suffix}"
+            )
+        try:
+            os.rename(path, target)
+        except FileNotFoundError:
+            return None
+        note = target.with_suffix(".error.txt")
+        note.write_text(
+            f"shepherd rejected {path.name}:\n" + "".join(f"  - {e}\n" for e in errors), encoding="utf-8"
+        )
+        log.error("spec rejected", source=path.name, moved_to=str(target), errors=errors)
+        return Rejected(path, target, errors)

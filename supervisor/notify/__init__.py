@@ -1,0 +1,1 @@
+"""What people are told about runs: sinks, plots, silences; Slack is one outlet."""

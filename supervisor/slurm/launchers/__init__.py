@@ -1,0 +1,1 @@
+"""Batch scripts Shepherd submits through, each with the file layout its jobs write."""

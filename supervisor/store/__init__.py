@@ -1,0 +1,7 @@
+"""The daemon's SQLite state: one connection, versioned migrations, one transaction helper, the queries."""
+
+from __future__ import annotations
+
+from supervisor.store.queries import Store, StoreError
+
+__all__ = ["Store", "StoreError"]

@@ -1,0 +1,496 @@
+"""The daemon's memory: runs, attempts, events, decisions and file cursors in SQLite.
+
+SQLite in WAL mode survives a SIGKILL at any instant. The one rule that makes
+crash safety work: the *intent* to submit (an attempt row with its unique tag)
+is committed before `sbatch` runs, so after a crash the daemon finds the
+intent and asks Slurm by tag whether the job exists, instead of guessing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow, EventRow, RunRow, RunState
+from supervisor.store.schema import MIGRATIONS
+
+
+class StoreError(Exception):
+    """The store could not be read or written (disk full, locked, corrupt)."""
+
+
+class Store:
+    """A thin, synchronous façade over one SQLite connection (calls take microseconds)."""
+
+    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.clock = clock
+        self.db = sqlite3.connect(str(path), isolation_level=None, timeout=10.0, check_same_thread=False)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA busy_timeout=10000")
+        with self._setup_lock():
+            # Turning a new file to WAL can fail at once with "database is locked" when another process
+            # opens it at the same moment (SQLite skips the busy handler there to avoid a deadlock): so
+            # the journal mode is set under the same lock as the migration.
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self._migrate_locked()
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction: all or nothing, even under SIGKILL."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        else:
+            self.db.execute("COMMIT")
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    @contextmanager
+    def _setup_lock(self) -> Iterator[None]:
+        """The daemon and a CLI may open a new store at the same moment: an exclusive lock file beside
+        the database serialises their setup, so each migration runs once."""
+        if str(self.path) == ":memory:":
+            yield
+            return
+        with open(f"{self.path}.migrate-lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    def migrate(self) -> None:
+        """Bring the schema up to date (the version is re-read under the setup lock)."""
+        with self._setup_lock():
+            self._migrate_locked()
+
+    def _migrate_locked(self) -> None:
+        version = self.schema_version
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"{self.path}: schema version {version} is newer than this shepherd ({len(MIGRATIONS)})"
+            )
+        for i in range(version, len(MIGRATIONS)):
+            # One script per migration, its own BEGIN/COMMIT: a crash leaves the old version intact.
+            try:
+                self.db.executescript(
+                    f"BEGIN IMMEDIATE;\n{MIGRATIONS[i]}\n;PRAGMA user_version = {i + 1};\nCOMMIT;"
+                )
+            except sqlite3.Error:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise
+
+    # ---- runs ---------------------------------------------------------------------------------------
+    def create_run(self, run_id: str, name: str, spec_json: str, spec_path: str) -> RunRow:
+        now = self.clock()
+        with self.tx() as db:
+            db.execute(
+                "INSERT INTO runs (id, name, spec_json, spec_path, state, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (run_id, name, spec_json, spec_path, RunState.QUEUED, now, now),
+            )
+            self._event(
+                db, run_id, None, "queued", f"run {run_id} claimed from the queue", {"spec": spec_path}
+            )
+        run = self.get_run(run_id)
+        assert run is not None
+        return run
+
+    def get_run(self, run_id: str) -> RunRow | None:
+        row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return _run(row) if row else None
+
+    def find_runs(self, ref: str) -> list[RunRow]:
+        """Runs whose id is `ref`, or whose name is `ref` (newest first), or whose id starts with it."""
+        exact = self.get_run(ref)
+        if exact:
+            return [exact]
+        rows = self.db.execute(
+            "SELECT * FROM runs WHERE name = ? ORDER BY created_at DESC", (ref,)
+        ).fetchall()
+        if not rows:
+            rows = self.db.execute(
+                "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY created_at DESC",
+                (ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",),
+            ).fetchall()
+        return [_run(r) for r in rows]
+
+    def list_runs(self, *, include_final: bool = True) -> list[RunRow]:
+        rows = self.db.execute("SELECT * FROM runs ORDER BY created_at").fetchall()
+        runs = [_run(r) for r in rows]
+        return runs if include_final else [r for r in runs if not r.state.is_final]
+
+    def set_run_state(
+        self,
+        run_id: str,
+        state: RunState,
+        *,
+        reason: str | None = None,
+        next_action_at: float | None = None,
+        next_attempt: dict[str, Any] | None = None,
+        held: bool | None = None,
+        event: tuple[str, str, dict[str, Any]] | None = None,
+        attempt: int | None = None,
+    ) -> None:
+        with self.tx() as db:
+            self._set_run_state(db, run_id, state, reason, next_action_at, next_attempt, held)
+            if event:
+                self._event(db, run_id, attempt, *event)
+
+    def _set_run_state(
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        state: RunState,
+        reason: str | None,
+        next_action_at: float | None,
+        next_attempt: dict[str, Any] | None,
+        held: bool | None,
+    ) -> None:
+        db.execute(
+            "UPDATE runs SET state = ?, updated_at = ?, final_reason = COALESCE(?, final_reason),"
+            " next_action_at = ?, next_attempt_json = COALESCE(?, next_attempt_json),"
+            " held = COALESCE(?, held) WHERE id = ?",
+            (
+                state,
+                self.clock(),
+                reason,
+                next_action_at,
+                json.dumps(next_attempt) if next_attempt is not None else None,
+                None if held is None else int(held),
+                run_id,
+            ),
+        )
+
+    # ---- attempts -----------------------------------------------------------------------------------
+    def begin_attempt(
+        self, run_id: str, tag_for: Callable[[int], str], overrides: dict[str, Any]
+    ) -> AttemptRow:
+        """Write the intent to submit attempt n+1 (committed before sbatch is called)."""
+        with self.tx() as db:
+            n = (
+                int(
+                    db.execute(
+                        "SELECT COALESCE(MAX(n), 0) FROM attempts WHERE run_id = ?", (run_id,)
+                    ).fetchone()[0]
+                )
+                + 1
+            )
+            db.execute(
+                "INSERT INTO attempts (run_id, n, tag, state, intent_at, overrides_json, checkpoint)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    n,
+                    tag_for(n),
+                    AttemptState.INTENT,
+                    self.clock(),
+                    json.dumps(overrides),
+                    overrides.get("checkpoint"),
+                ),
+            )
+            self._set_run_state(db, run_id, RunState.SUBMITTING, None, None, {}, None)
+        attempt = self.get_attempt(run_id, n)
+        assert attempt is not None
+        return attempt
+
+    def attempt_submitted(self, run_id: str, n: int, job_id: str, *, reconciled: bool = False) -> None:
+        with self.tx() as db:
+            db.execute(
+                "UPDATE attempts SET state = ?, job_id = ?, submitted_at = ? WHERE run_id = ? AND n = ?",
+                (AttemptState.SUBMITTED, job_id, self.clock(), run_id, n),
+            )
+            self._set_run_state(db, run_id, RunState.PENDING, None, None, None, None)
+            how = "found by its tag after a restart" if reconciled else "submitted"
+            self._event(
+                db, run_id, n, "submitted", f"attempt {n} {how}: Slurm job {job_id}", {"job_id": job_id}
+            )
+
+    def attempt_not_submitted(self, run_id: str, n: int, state: AttemptState, message: str) -> None:
+        with self.tx() as db:
+            db.execute(
+                "UPDATE attempts SET state = ?, reason = ?, ended_at = ? WHERE run_id = ? AND n = ?",
+                (state, message, self.clock(), run_id, n),
+            )
+            self._event(
+                db,
+                run_id,
+                n,
+                "submit-failed" if state == AttemptState.SUBMIT_FAILED else "reconciled",
+                message,
+                {},
+            )
+
+    def get_attempt(self, run_id: str, n: int) -> AttemptRow | None:
+        row = self.db.execute("SELECT * FROM attempts WHERE run_id = ? AND n = ?", (run_id, n)).fetchone()
+        return _attempt(row) if row else None
+
+    def attempts(self, run_id: str) -> list[AttemptRow]:
+        rows = self.db.execute("SELECT * FROM attempts WHERE run_id = ? ORDER BY n", (run_id,)).fetchall()
+        return [_attempt(r) for r in rows]
+
+    def latest_attempt(self, run_id: str) -> AttemptRow | None:
+        row = self.db.execute(
+            "SELECT * FROM attempts WHERE run_id = ? ORDER BY n DESC LIMIT 1", (run_id,)
+        ).fetchone()
+        return _attempt(row) if row else None
+
+    def open_attempts(self) -> list[AttemptRow]:
+        """Attempts whose job may still exist in Slurm: intents and submitted jobs not yet ended."""
+        rows = self.db.execute(
+            "SELECT * FROM attempts WHERE state IN (?, ?) ORDER BY run_id, n",
+            (AttemptState.INTENT, AttemptState.SUBMITTED),
+        ).fetchall()
+        return [_attempt(r) for r in rows]
+
+    def ended_without_exit_code(self, ended_after: float) -> list[AttemptRow]:
+        """Attempts settled on squeue's word alone (sacct was down or lagging) whose exit code is still due:
+        the daemon asks sacct for them on each poll, before and after a restart."""
+        rows = self.db.execute(
+            "SELECT * FROM attempts WHERE state = ? AND exit_code IS NULL AND job_id IS NOT NULL"
+            " AND ended_at > ? ORDER BY run_id, n",
+            (AttemptState.ENDED, ended_after),
+        ).fetchall()
+        return [_attempt(r) for r in rows]
+
+    def observe_attempt(
+        self,
+        run_id: str,
+        n: int,
+        *,
+        slurm_state: str,
+        reason: str | None,
+        nodes: str | None,
+        exit_code: int | None = None,
+        ended: bool = False,
+        started: bool = False,
+        unknown_since: float | None = None,
+    ) -> None:
+        now = self.clock()
+        self.db.execute(
+            "UPDATE attempts SET slurm_state = ?, reason = ?, nodes = COALESCE(NULLIF(?, ''), nodes),"
+            " exit_code = COALESCE(?, exit_code), last_seen_at = ?, unknown_since = ?,"
+            " started_at = CASE WHEN ? AND started_at IS NULL THEN ? ELSE started_at END,"
+            " ended_at = CASE WHEN ? THEN ? ELSE ended_at END,"
+            " state = CASE WHEN ? THEN ? ELSE state END"
+            " WHERE run_id = ? AND n = ?",
+            (
+                slurm_state,
+                reason,
+                nodes or "",
+                exit_code,
+                now,
+                unknown_since,
+                started,
+                now,
+                ended,
+                now,
+                ended,
+                AttemptState.ENDED,
+                run_id,
+                n,
+            ),
+        )
+
+    def mark_attempt_unknown(self, run_id: str, n: int, message: str) -> None:
+        with self.tx() as db:
+            db.execute(
+                "UPDATE attempts SET state = ?, reason = ?, ended_at = ? WHERE run_id = ? AND n = ?",
+                (AttemptState.UNKNOWN, message, self.clock(), run_id, n),
+            )
+            self._event(db, run_id, n, "unknown", message, {})
+
+    # ---- events and decisions ----------------------------------------------------------------------
+    def add_event(
+        self, run_id: str, attempt: int | None, kind: str, message: str, data: dict[str, Any] | None = None
+    ) -> None:
+        self._event(self.db, run_id, attempt, kind, message, data or {})
+
+    def _event(
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        attempt: int | None,
+        kind: str,
+        message: str,
+        data: dict[str, Any],
+    ) -> None:
+        db.execute(
+            "INSERT INTO events (run_id, attempt, at, kind, message, data_json) VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, attempt, self.clock(), kind, message, json.dumps(data, default=str)),
+        )
+
+    def events(self, run_id: str, *, limit: int = 200) -> list[EventRow]:
+        rows = self.db.execute(
+            "SELECT * FROM (SELECT * FROM events WHERE run_id = ? ORDER BY id DESC LIMIT ?) ORDER BY id",
+            (run_id, limit),
+        ).fetchall()
+        return [
+            EventRow(
+                r["id"],
+                r["run_id"],
+                r["attempt"],
+                r["at"],
+                r["kind"],
+                r["message"],
+                json.loads(r["data_json"]),
+            )
+            for r in rows
+        ]
+
+    def record_decision(
+        self,
+        run_id: str,
+        attempt: int | None,
+        *,
+        rule: str,
+        action: str,
+        signature: str,
+        reason: str,
+        evidence: dict[str, Any],
+    ) -> int | None:
+        """Record a decision once per (run, attempt, signature); returns None if it was already taken."""
+        try:
+            with self.tx() as db:
+                cur = db.execute(
+                    "INSERT INTO decisions (run_id, attempt, at, rule, action, signature, reason,"
+                    " evidence_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        attempt,
+                        self.clock(),
+                        rule,
+                        action,
+                        signature,
+                        reason,
+                        json.dumps(evidence, default=str),
+                    ),
+                )
+                return int(cur.lastrowid or 0)
+        except sqlite3.IntegrityError:
+            return None
+
+    def set_decision_outcome(self, decision_id: int, outcome: str) -> None:
+        self.db.execute("UPDATE decisions SET outcome = ? WHERE id = ?", (outcome, decision_id))
+
+    def decisions(self, run_id: str) -> list[DecisionRow]:
+        rows = self.db.execute("SELECT * FROM decisions WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
+        return [
+            DecisionRow(
+                r["id"],
+                r["run_id"],
+                r["attempt"],
+                r["at"],
+                r["rule"],
+                r["action"],
+                r["signature"],
+                r["reason"],
+                json.loads(r["evidence_json"]),
+                r["outcome"],
+            )
+            for r in rows
+        ]
+
+    # ---- progress and metrics snapshot (for `status` and `watch`) --------------------------------------
+    def save_progress(self, run_id: str, attempt: int, data_json: str) -> None:
+        self.db.execute(
+            "INSERT INTO progress (run_id, attempt, at, data_json) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT(run_id) DO UPDATE SET attempt = excluded.attempt, at = excluded.at,"
+            " data_json = excluded.data_json",
+            (run_id, attempt, self.clock(), data_json),
+        )
+
+    def load_progress(self, run_id: str) -> tuple[int, float, dict[str, Any]] | None:
+        row = self.db.execute(
+            "SELECT attempt, at, data_json FROM progress WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return (int(row[0]), float(row[1]), dict(json.loads(row[2]))) if row else None
+
+    def active_silences(self, now: float | None = None) -> list[tuple[str, float, str]]:
+        """(target, until, actor) of silences still in force (set from Slack or the CLI)."""
+        now = self.clock() if now is None else now
+        try:
+            rows = self.db.execute(
+                "SELECT target, until, actor FROM slack_silences WHERE until > ? ORDER BY until", (now,)
+            ).fetchall()
+        except sqlite3.OperationalError:  # a store created before the Slack tables existed
+            return []
+        return [(str(r[0]), float(r[1]), str(r[2])) for r in rows]
+
+    def open_incident(self, run_id: str) -> tuple[str, int, float] | None:
+        """(headline, events, opened_at) of the run's open Slack incident, for `shepherd status`."""
+        row = self.db.execute(
+            "SELECT headline, events, opened_at FROM slack_incidents"
+            " WHERE run_id = ? AND resolved_at IS NULL",
+            (run_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        return str(json.loads(row[0]).get("title", "")), int(row[1]), float(row[2])
+
+    # ---- file cursors (the tailer's CursorStore) -----------------------------------------------------
+    def load_cursor(self, path: str) -> tuple[int, int, int] | None:
+        row = self.db.execute("SELECT inode, offset, line_no FROM cursors WHERE path = ?", (path,)).fetchone()
+        return (int(row[0]), int(row[1]), int(row[2])) if row else None
+
+    def save_cursor(self, path: str, inode: int, offset: int, line_no: int) -> None:
+        self.db.execute(
+            "INSERT INTO cursors (path, inode, offset, line_no, updated_at) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT(path) DO UPDATE SET inode = excluded.inode, offset = excluded.offset,"
+            " line_no = excluded.line_no, updated_at = excluded.updated_at",
+            (path, inode, offset, line_no, self.clock()),
+        )
+
+
+def _run(r: sqlite3.Row) -> RunRow:
+    return RunRow(
+        r["id"],
+        r["name"],
+        r["spec_json"],
+        r["spec_path"],
+        RunState(r["state"]),
+        r["created_at"],
+        r["updated_at"],
+        r["next_action_at"],
+        r["next_attempt_json"],
+        r["final_reason"],
+        bool(r["held"]),
+    )
+
+
+def _attempt(r: sqlite3.Row) -> AttemptRow:
+    return AttemptRow(
+        r["run_id"],
+        r["n"],
+        r["tag"],
+        AttemptState(r["state"]),
+        r["job_id"],
+        r["intent_at"],
+        r["submitted_at"],
+        r["started_at"],
+        r["ended_at"],
+        r["slurm_state"],
+        r["reason"],
+        r["exit_code"],
+        r["nodes"],
+        r["checkpoint"],
+        r["overrides_json"],
+        r["unknown_since"],
+        r["last_seen_at"],
+    )

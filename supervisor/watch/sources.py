@@ -1,0 +1,50 @@
+"""A run's metrics as (tag, step, value) points, for `shepherd plot` and Slack pictures.
+
+The trainer writes the same scalars twice: `exp_NNN/metrics.jsonl` (cheap to
+read, one object per step) and TensorBoard event files. The jsonl file is
+preferred; event files are the fallback for trainers that only log to
+TensorBoard. Only the newest `exp_NNN/` counts: it is the live launch, and a
+resumed run's earlier steps are repeated in it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from supervisor.domain.runs import RunRow
+from supervisor.domain.spec import JobSpec
+from supervisor.settings import Settings
+from supervisor.store import Store
+from supervisor.watch.metrics import MetricsReader
+from supervisor.watch.tbevents import TensorBoardWatcher, newest_exp_dir
+
+Point = tuple[str, int, float]
+
+
+def metric_points(trainer_log_dir: Path) -> list[Point]:
+    """Points from `<trainer_log_dir>/exp_NNN/metrics.jsonl`, else from its TensorBoard files."""
+    exp = newest_exp_dir(trainer_log_dir)
+    if exp is None:
+        return []
+    jsonl = exp / "metrics.jsonl"
+    if jsonl.is_file():
+        points = [
+            (tag, row.step, value)
+            for row in MetricsReader(jsonl).read().rows
+            for tag, value in row.values.items()
+        ]
+        if points:
+            return points
+    return [(s.tag, s.step, s.value) for s in TensorBoardWatcher(trainer_log_dir).read()]
+
+
+def run_metric_points(store: Store, settings: Settings, run: RunRow) -> list[Point]:
+    """The run's points; empty when its spec names no `trainer_log_dir` or nothing was written yet.
+
+    `store` and `settings` are accepted so callers need not know where metrics live (a later source,
+    e.g. a snapshot in the store, can be added here without touching them).
+    """
+    spec = JobSpec.model_validate_json(run.spec_json)
+    if spec.trainer_log_dir is None:
+        return []
+    return metric_points(spec.trainer_log_dir)

@@ -1,0 +1,82 @@
+"""The reward/validation picture: two panels with real curves, and it reaches the run's thread."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib import image as mpimg
+from slack_sdk.web.async_client import AsyncWebClient
+
+from supervisor.notify.plot import _series, render_curves
+from supervisor.notify.slack.notifier import Notifier, OutboxSender
+from supervisor.notify.slack.transport import WebApiTransport
+from supervisor.testing.slack_standin import SlackStandin
+from tests.notify.conftest import BOT, make_settings
+
+REWARD_BLUE = np.array([0x1F, 0x77, 0xB4]) / 255
+
+
+def run_points(steps: int = 200) -> list[tuple[str, int, float]]:
+    pts: list[tuple[str, int, float]] = []
+    for s in range(steps):
+        pts.append(("train/reward_mean", s, 0.2 + 0.6 * (1 - math.exp(-s / 60))))
+        pts.append(("train/reward_std", s, 0.2))
+        pts.append(("timing/train/total_step_time", s, 3.0))
+    for s in range(0, steps, 20):
+        pts.append(("val/accuracy", s, 0.1 + 0.5 * s / steps))
+    pts.append(("train/reward_mean", 50, float("nan")))  # a NaN must not break the picture
+    return pts
+
+
+def colour_fraction(img: np.ndarray, rgb: np.ndarray, tol: float = 0.06) -> float:
+    return float((np.abs(img[..., :3] - rgb).max(axis=-1) < tol).mean())
+
+
+def test_png_has_a_reward_curve_on_the_left_and_validation_on_the_right(tmp_path: Path) -> None:
+    out = render_curves(run_points(), tmp_path / "sub" / "curves.png", "gsm8k-a")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    img = mpimg.imread(out)
+    h, w = img.shape[:2]
+    assert w > 1000 and h > 400  # readable in Slack's preview
+    left, right = img[:, : w // 2], img[:, w // 2 :]
+    assert colour_fraction(left, REWARD_BLUE) > 0.003  # the reward line is drawn
+    assert colour_fraction(right, REWARD_BLUE) > 0.001  # val/accuracy, first colour of the cycle
+    assert (right[..., :3] < 0.9).mean() > 0.01  # axes, labels and a curve, not an empty panel
+
+
+def test_missing_metrics_give_a_labelled_empty_panel_not_an_error(tmp_path: Path) -> None:
+    out = render_curves([("train/reward_mean", 1, 0.5)], tmp_path / "c.png", "early")
+    assert out.exists()
+    out = render_curves([], tmp_path / "d.png", "nothing yet")
+    assert out.exists()
+
+
+def test_a_resumed_run_keeps_the_latest_value_per_step() -> None:
+    series = _series([("val/accuracy", 100, 0.3), ("val/accuracy", 50, 0.2), ("val/accuracy", 100, 0.35)])
+    assert series["val/accuracy"] == [(50, 0.2), (100, 0.35)]
+
+
+@pytest.mark.anyio
+async def test_rendered_plot_is_uploaded_into_the_thread_byte_for_byte(
+    db: sqlite3.Connection, standin: SlackStandin, tmp_path: Path
+) -> None:
+    settings = make_settings(standin)
+    notifier = Notifier(db, settings)
+    sender = OutboxSender(
+        db,
+        WebApiTransport(AsyncWebClient(token=BOT, base_url=standin.api_url, retry_handlers=[])),
+        settings,
+        notifier=notifier,
+    )
+    png = render_curves(run_points(), tmp_path / "curves.png", "gsm8k-a")
+    notifier.run_opened("a-1", "gsm8k-a", "", None)
+    notifier.event("a-1", "completed", "Completed at step 200")
+    notifier.upload_plot("a-1", png, "gsm8k-a: reward and validation")
+    await sender.drain()
+    (upload,) = standin.rec.uploads.values()
+    assert upload["data"] == png.read_bytes() and upload["filename"] == "curves.png"
+    assert standin.rec.completed_uploads[0]["thread_ts"] == standin.top_level()[0]["ts"]

@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED"}
 UNRECOGNISED = "unrecognised-failure"
 Effects = list[Callable[[], None]]  # a decision's messages, queued when its outcome commits
 
@@ -426,13 +425,14 @@ class Actions:
         return ctx
 
     async def _stop_job(self, attempt: AttemptRow) -> str:
-        if attempt.job_id and attempt.ended_at is None and (attempt.slurm_state or "PENDING") in ACTIVE:
-            try:
-                await self.daemon.slurm.cancel(attempt.job_id)
-            except SlurmError as exc:
-                return f"scancel {attempt.job_id} failed: {exc}"
-            return f"cancelled job {attempt.job_id}"
-        return ""
+        job = attempt.live_job
+        if job is None:
+            return ""
+        try:
+            await self.daemon.slurm.cancel(job)
+        except SlurmError as exc:
+            return f"scancel {job} failed: {exc}"
+        return f"cancelled job {job}"
 
     async def _resume(
         self,

@@ -27,9 +27,6 @@ class ControlError(Exception):
     """The action can't be done: the message is for the person who asked."""
 
 
-ACTIVE_JOB_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED"}
-
-
 class CheckpointResolver(Protocol):
     """(path, why) for `selector`; `attempt` and `lineage` (the last attempt's dir) allow staging."""
 
@@ -84,9 +81,7 @@ class Controller:
 
     def _live_job(self, run: RunRow) -> str | None:
         a = self.store.latest_attempt(run.id)
-        if a and a.job_id and a.ended_at is None and (a.slurm_state or "PENDING") in ACTIVE_JOB_STATES:
-            return a.job_id
-        return None
+        return a.live_job if a is not None else None
 
     async def cancel(self, ref: str, actor: str) -> str:
         run = self.find(ref)

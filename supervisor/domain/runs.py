@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from supervisor.domain.jobstate import JobState
+
 
 class RunState(StrEnum):
     QUEUED = "QUEUED"  # claimed, first attempt not yet submitted
@@ -83,6 +85,18 @@ class AttemptRow:
     @property
     def overrides(self) -> dict[str, Any]:
         return dict(json.loads(self.overrides_json)) if self.overrides_json else {}
+
+    @property
+    def live_job(self) -> str | None:
+        """The job id while Slurm may still run the job (never seen: pending; a state word we do not know:
+        maybe), else None."""
+        if not self.job_id or self.ended_at is not None:
+            return None
+        try:
+            state = JobState(self.slurm_state or JobState.PENDING.value)
+        except ValueError:
+            return self.job_id
+        return self.job_id if state.is_active else None
 
 
 @dataclass(frozen=True, slots=True)

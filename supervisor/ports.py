@@ -19,7 +19,8 @@ class RunControl(Protocol):
 
 
 class ControlError(Exception):
-    """Unknown run, or the action makes no sense in the run's state; the message is shown to the user."""
+    """Unknown run, or the action makes no sense in the run's state: the message is for the person who asked
+    (CLI, Slack)."""
 
 
 class EventSink(Protocol):

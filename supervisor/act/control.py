@@ -16,15 +16,12 @@ import anyio.to_thread
 
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import RunRow, RunState
+from supervisor.ports import ControlError
 from supervisor.store import Store
 
 if TYPE_CHECKING:
     from supervisor.ports import EventSink
     from supervisor.settings import Settings
-
-
-class ControlError(Exception):
-    """The action can't be done: the message is for the person who asked."""
 
 
 class CheckpointResolver(Protocol):

@@ -74,8 +74,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """The same Controller.plot that Slack's `/shepherd plot` uses, to a file instead of a thread."""
     import anyio
 
-    from supervisor.act.control import ControlError, Controller
+    from supervisor.act.control import Controller
     from supervisor.cli.main import _settings, _store
+    from supervisor.ports import ControlError
 
     settings = _settings(args)
     store = _store(settings)
@@ -118,8 +119,9 @@ def cmd_silence(args: argparse.Namespace) -> int:
     import os
     import time
 
-    from supervisor.act.control import ControlError, Controller
+    from supervisor.act.control import Controller
     from supervisor.cli.main import _settings, _store
+    from supervisor.ports import ControlError
     from supervisor.rules.model import parse_duration
 
     settings = _settings(args)

@@ -33,7 +33,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def find_run(store: Store, ref: str) -> RunRow:
     """The run `ref` names (id, name or id prefix), or a CliError saying why not."""
-    from supervisor.act.control import ControlError, Controller
+    from supervisor.act.control import Controller
+    from supervisor.ports import ControlError
 
     try:
         return Controller(store, None).find(ref)
@@ -234,7 +235,7 @@ def _checkpoint_resolver(settings: Settings) -> Any:
 
 
 def _act(args: argparse.Namespace, verb: Callable[[Any], Any]) -> int:
-    from supervisor.act.control import ControlError
+    from supervisor.ports import ControlError
     from supervisor.slurm.client import SlurmError
 
     settings = _settings(args)

@@ -15,7 +15,6 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from rich.console import Console, Group, RenderableType
@@ -32,16 +31,6 @@ REWARD_TAG = "train/reward_mean"
 VAL_TAG = "val/accuracy"
 ROLLOUT_WORDS = ("rollout", "generat", "sampl", "collect")
 TRAIN_WORDS = ("step", "train", "epoch")
-
-
-class ReadOnlyStore(Store):
-    """The store's read queries on a `mode=ro` connection: no migration, no writes, no lock taken."""
-
-    def __init__(self, path: Path) -> None:  # deliberately not Store.__init__: that migrates
-        self.path = path
-        self.clock = time.time
-        self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0, check_same_thread=False)
-        self.db.row_factory = sqlite3.Row
 
 
 # ---- reading the progress snapshot ----
@@ -259,8 +248,8 @@ def render(views: list[RunView], now: float | None = None) -> RenderableType:
 
 # ---- the command ----
 def watch(args: argparse.Namespace, out: TextIO | None = None, refresh_s: float = REFRESH_S) -> int:
-    from supervisor.act.control import ControlError
     from supervisor.cli.main import _settings
+    from supervisor.ports import ControlError
 
     stream = out or sys.stdout
     settings = _settings(args)
@@ -270,7 +259,7 @@ def watch(args: argparse.Namespace, out: TextIO | None = None, refresh_s: float 
             file=sys.stderr,
         )
         return 1
-    store = ReadOnlyStore(settings.db_path)
+    store = Store.open_readonly(settings.db_path)
     run_ref: str | None = getattr(args, "run", None)
     try:
         views = collect(store, run_ref)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from supervisor.store.queries import Store, StoreError
+from supervisor.store.connection import StoreError, transaction
+from supervisor.store.queries import Store
 
-__all__ = ["Store", "StoreError"]
+__all__ = ["Store", "StoreError", "transaction"]

@@ -1,6 +1,6 @@
-"""The daemon's memory: runs, attempts, events, decisions and file cursors in SQLite.
+"""The daemon's memory: every query on runs, attempts, history, decisions, progress and file cursors.
 
-SQLite in WAL mode survives a SIGKILL at any instant. The one rule that makes
+The one rule that makes
 crash safety work: the *intent* to submit (an attempt row with its unique tag)
 is committed before `sbatch` runs, so after a crash the daemon finds the
 intent and asks Slurm by tag whether the job exists, instead of guessing.
@@ -8,93 +8,55 @@ intent and asks Slurm by tag whether the job exists, instead of guessing.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow, EventRow, RunRow, RunState
-from supervisor.store.schema import MIGRATIONS
-
-
-class StoreError(Exception):
-    """The store could not be read or written (disk full, locked, corrupt)."""
+from supervisor.store.connection import (
+    connect,
+    connect_readonly,
+    migrate_locked,
+    schema_version,
+    setup_lock,
+    transaction,
+)
 
 
 class Store:
     """A thin, synchronous façade over one SQLite connection (calls take microseconds)."""
 
-    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(
+        self, path: Path, *, clock: Callable[[], float] = time.time, db: sqlite3.Connection | None = None
+    ) -> None:
         self.path = path
         self.clock = clock
-        self.db = sqlite3.connect(str(path), isolation_level=None, timeout=10.0, check_same_thread=False)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA busy_timeout=10000")
-        with self._setup_lock():
-            # Turning a new file to WAL can fail at once with "database is locked" when another process
-            # opens it at the same moment (SQLite skips the busy handler there to avoid a deadlock): so
-            # the journal mode is set under the same lock as the migration.
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self._migrate_locked()
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db = db if db is not None else connect(path)
+
+    @classmethod
+    def open_readonly(cls, path: Path) -> Store:
+        """The store's read queries on a read-only connection (`shepherd watch` beside a live daemon)."""
+        return cls(path, db=connect_readonly(path))
 
     def close(self) -> None:
         self.db.close()
 
-    @contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
-        """One IMMEDIATE transaction: all or nothing, even under SIGKILL."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        else:
-            self.db.execute("COMMIT")
+    def tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One IMMEDIATE transaction, or a savepoint inside the caller's (`store.connection.transaction`)."""
+        return transaction(self.db)
 
     @property
     def schema_version(self) -> int:
-        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
-
-    @contextmanager
-    def _setup_lock(self) -> Iterator[None]:
-        """The daemon and a CLI may open a new store at the same moment: an exclusive lock file beside
-        the database serialises their setup, so each migration runs once."""
-        if str(self.path) == ":memory:":
-            yield
-            return
-        with open(f"{self.path}.migrate-lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
+        return schema_version(self.db)
 
     def migrate(self) -> None:
         """Bring the schema up to date (the version is re-read under the setup lock)."""
-        with self._setup_lock():
-            self._migrate_locked()
-
-    def _migrate_locked(self) -> None:
-        version = self.schema_version
-        if version > len(MIGRATIONS):
-            raise StoreError(
-                f"{self.path}: schema version {version} is newer than this shepherd ({len(MIGRATIONS)})"
-            )
-        for i in range(version, len(MIGRATIONS)):
-            # One script per migration, its own BEGIN/COMMIT: a crash leaves the old version intact.
-            try:
-                self.db.executescript(
-                    f"BEGIN IMMEDIATE;\n{MIGRATIONS[i]}\n;PRAGMA user_version = {i + 1};\nCOMMIT;"
-                )
-            except sqlite3.Error:
-                if self.db.in_transaction:
-                    self.db.execute("ROLLBACK")
-                raise
+        with setup_lock(self.path):
+            migrate_locked(self.db, self.path)
 
     # ---- runs ---------------------------------------------------------------------------------------
     def create_run(self, run_id: str, name: str, spec_json: str, spec_path: str) -> RunRow:

@@ -22,8 +22,6 @@ Slack's tables:
 
 from __future__ import annotations
 
-import sqlite3
-
 _CORE_SCHEMA = """
 CREATE TABLE runs (
     id TEXT PRIMARY KEY,
@@ -191,15 +189,3 @@ CREATE TABLE progress (
 
 # Each entry moves the schema from version i to i+1. Never edit a released entry: append.
 MIGRATIONS: tuple[str, ...] = (_CORE_SCHEMA, SLACK_SCHEMA_SQL, _PROGRESS_SCHEMA, SLACK_INCIDENTS_SQL)
-
-
-def open_db(path: str) -> sqlite3.Connection:
-    """A connection set up like the store's (WAL, autocommit), for tests and stand-alone use."""
-    db = sqlite3.connect(path, isolation_level=None, timeout=10.0, check_same_thread=False)
-    db.row_factory = sqlite3.Row
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("PRAGMA busy_timeout=10000")
-    db.executescript(SLACK_SCHEMA_SQL)
-    db.executescript(SLACK_INCIDENTS_SQL)
-    return db

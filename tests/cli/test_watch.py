@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from supervisor.cli.main import main
-from supervisor.cli.watch import ReadOnlyStore, collect, render, watch
+from supervisor.cli.watch import collect, render, watch
 from supervisor.domain.runs import RunState
 from supervisor.settings import Settings
 from supervisor.store import Store
@@ -111,7 +111,7 @@ def test_the_terminal_frame_has_bars_metrics_and_the_decision(
 
 
 def test_rollouts_fall_back_to_the_status_phase_and_missing_metrics_show_a_dash(root: Path) -> None:
-    store = ReadOnlyStore(root / "state" / "shepherd.sqlite3")
+    store = Store.open_readonly(root / "state" / "shepherd.sqlite3")
     [view] = collect(store, "grpo-a")
     snap = {"status": {"step": 3, "phase": "generation", "phase_done": 5, "phase_total": 8}}
     console = Console(file=io.StringIO(), width=160, color_system=None)
@@ -124,7 +124,7 @@ def test_rollouts_fall_back_to_the_status_phase_and_missing_metrics_show_a_dash(
 
 
 def test_watching_never_writes_to_the_store(root: Path) -> None:
-    store = ReadOnlyStore(root / "state" / "shepherd.sqlite3")
+    store = Store.open_readonly(root / "state" / "shepherd.sqlite3")
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         store.save_progress("grpo-a", 1, "{}")
     store.close()

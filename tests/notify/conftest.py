@@ -12,7 +12,7 @@ import pytest
 
 from supervisor.ports import ControlError
 from supervisor.settings import SlackSettings
-from supervisor.store.schema import open_db
+from supervisor.store import Store
 from supervisor.testing.slack_standin import SlackStandin
 
 BOT = "xoxb-1111-2222-standintoken"
@@ -44,7 +44,7 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def db(db_path: Path) -> Iterator[sqlite3.Connection]:
-    conn = open_db(str(db_path))
+    conn = Store(db_path).db
     yield conn
     conn.close()
 

@@ -20,18 +20,12 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from supervisor.notify.slack import blocks as bk
 from supervisor.notify.slack import commands as cmds
-from supervisor.notify.slack.notifier import Notifier, transaction
+from supervisor.notify.slack.notifier import Notifier
 from supervisor.ports import ControlError, RunControl
 from supervisor.redact import redact
+from supervisor.store import transaction
 
 log = structlog.get_logger(__name__)
-
-try:  # the daemon's own ControlError (supervisor/control.py) means the same thing
-    from supervisor.act.control import ControlError as _CoreControlError
-except Exception:  # pragma: no cover - the core module is part of the distribution
-    _CoreControlError = ControlError  # type: ignore[misc,assignment]
-
-_USER_ERRORS: tuple[type[Exception], ...] = (ControlError, _CoreControlError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +171,7 @@ class CommandHandler:
         audit_id = self._audit(inv, action, run, True, "started", None)
         try:
             message = await self._dispatch(parsed, inv.user_id)
-        except _USER_ERRORS as exc:
+        except ControlError as exc:
             self._finish(audit_id, "rejected", str(exc))
             return f":no_entry: {exc}"
         except Exception as exc:

@@ -29,9 +29,8 @@ run or per human action: the run's opening message, completed/gave-up, command
 results, plots. So a crash loop of 20 failures in a minute posts at most 5 alerts +
 1 digest in the thread and 1 line in the channel.
 
-Transactions: the connection is expected in autocommit mode (`isolation_level=None`);
-this module issues its own BEGIN IMMEDIATE/COMMIT, or a SAVEPOINT when the caller
-already holds a transaction on the same connection.
+Transactions: `supervisor.store.transaction` (BEGIN IMMEDIATE, or a SAVEPOINT when the caller
+already holds a transaction on the same connection).
 """
 
 from __future__ import annotations
@@ -44,8 +43,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +56,7 @@ from supervisor.notify.slack import incidents as inc_
 from supervisor.notify.slack.transport import Blocked, DeliveryError, Permanent, Retry, Transport, classify
 from supervisor.redact import redact
 from supervisor.settings import SlackSettings
+from supervisor.store import transaction
 
 log = structlog.get_logger(__name__)
 
@@ -65,31 +64,6 @@ WEBHOOK_CHANNEL = "webhook"
 UNBOUNDED_KINDS = frozenset({"opened", "completed", "gave_up", "command", "digest"})
 _NO_REDACT_KEYS = frozenset({"type", "action_id", "block_id", "style", "value", "emoji"})
 MAX_PERMANENT_ATTEMPTS = 3
-
-
-@contextmanager
-def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE, or a savepoint inside the caller's transaction."""
-    if db.in_transaction:
-        name = f"slack_{secrets.token_hex(4)}"
-        db.execute(f"SAVEPOINT {name}")
-        try:
-            yield db
-        except BaseException:
-            db.execute(f"ROLLBACK TO {name}")
-            db.execute(f"RELEASE {name}")
-            raise
-        else:
-            db.execute(f"RELEASE {name}")
-        return
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield db
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    else:
-        db.execute("COMMIT")
 
 
 def instance_id(db: sqlite3.Connection) -> str:

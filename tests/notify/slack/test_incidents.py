@@ -13,7 +13,7 @@ import pytest
 
 from supervisor.notify.slack import incidents as inc_
 from supervisor.notify.slack.notifier import Notifier, OutboxSender
-from supervisor.store.schema import open_db
+from supervisor.store import Store
 from supervisor.testing.slack_standin import SlackStandin
 from tests.notify.slack.test_notifier import Clock, stack
 
@@ -229,14 +229,14 @@ async def test_an_incident_that_needs_a_human_is_repeated_until_someone_acts(
 
 async def test_an_open_incident_survives_a_daemon_restart(db_path: Any, standin: SlackStandin) -> None:
     clock = Clock()
-    db = open_db(str(db_path))
+    db = Store(db_path).db
     notifier, _, _ = stack(db, standin, clock=clock, **GROUPING)
     notifier.run_opened("a-1", "a", "", "1001")
     notifier.event("a-1", "alert", "nccl-error: rank 0", level="error", rule="nccl-error")
     notifier.event("a-1", "alert", "nccl-error: rank 1", level="error", rule="nccl-error")
     db.close()
 
-    db = open_db(str(db_path))
+    db = Store(db_path).db
     notifier, sender, _ = stack(db, standin, clock=clock, **GROUPING)
     clock.t += GROUPING["group_wait_s"]
     await sender.drain()

@@ -14,7 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from supervisor.notify.slack.notifier import Notifier, OutboxSender, instance_id
 from supervisor.notify.slack.transport import WebApiTransport, WebhookTransport
 from supervisor.settings import SlackSettings
-from supervisor.store.schema import open_db
+from supervisor.store import Store
 from supervisor.testing.slack_standin import SlackStandin
 from tests.notify.conftest import BOT, CHANNEL, make_settings
 
@@ -91,7 +91,7 @@ async def test_events_arrive_in_the_order_they_were_queued(
 async def test_outage_and_daemon_restart_lose_nothing_and_send_nothing_twice(
     db_path: Path, standin: SlackStandin
 ) -> None:
-    db = open_db(str(db_path))
+    db = Store(db_path).db
     notifier, sender, _ = stack(db, standin, max_messages_per_run=100)
     notifier.run_opened("a-1", "a", "", "1001")
     notifier.event("a-1", "started", "running")
@@ -110,7 +110,7 @@ async def test_outage_and_daemon_restart_lose_nothing_and_send_nothing_twice(
     db.close()
 
     # The daemon restarts with a new connection; more happens while Slack is still down.
-    db = open_db(str(db_path))
+    db = Store(db_path).db
     notifier, sender, _ = stack(db, standin, max_messages_per_run=100)
     notifier.event("a-1", "progress", "step 320")
     task = asyncio.create_task(sender.run())

@@ -16,6 +16,7 @@ import anyio.to_thread
 
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import RunRow, RunState
+from supervisor.notify.silences import RULE_PREFIX
 from supervisor.ports import ControlError
 from supervisor.store import Store
 
@@ -258,7 +259,7 @@ class DaemonRunControl:
         return "; ".join(parts)
 
     async def silence(self, target: str, seconds: float, actor: str) -> str:
-        if not target.startswith("rule:"):
+        if not target.startswith(RULE_PREFIX):
             self.c.find(target)  # an unknown run is refused with a clear message
         return f"silenced {target} for {seconds / 3600:.1f} h"
 

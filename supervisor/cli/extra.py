@@ -121,6 +121,7 @@ def cmd_silence(args: argparse.Namespace) -> int:
 
     from supervisor.act.control import Controller
     from supervisor.cli.main import _settings, _store
+    from supervisor.notify.silences import RULE_PREFIX, Silences
     from supervisor.ports import ControlError
     from supervisor.rules.model import parse_duration
 
@@ -128,16 +129,11 @@ def cmd_silence(args: argparse.Namespace) -> int:
     store = _store(settings)
     try:
         seconds = parse_duration(args.duration)
-        if not args.target.startswith("rule:"):
+        if not args.target.startswith(RULE_PREFIX):
             args.target = Controller(store, None).find(args.target).id
     except (ValueError, ControlError) as exc:
         print(f"shepherd: {exc}", file=sys.stderr)
         return 1
-    until = time.time() + seconds
-    store.db.execute(
-        "INSERT INTO slack_silences(target, until, actor, created_at) VALUES (?, ?, ?, ?)"
-        " ON CONFLICT(target) DO UPDATE SET until = excluded.until, actor = excluded.actor",
-        (args.target, until, f"cli:{os.environ.get('USER', os.getuid())}", time.time()),
-    )
+    until = Silences(store.db).add(args.target, seconds, f"cli:{os.environ.get('USER', os.getuid())}")
     print(f"silenced {args.target} until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}")
     return 0

@@ -16,6 +16,7 @@ import anyio
 from supervisor.domain.runs import RunRow
 from supervisor.domain.spec import check_spec_files, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
+from supervisor.notify.silences import RULE_PREFIX, Silences
 from supervisor.settings import Settings, load_settings
 from supervisor.store import Store
 
@@ -129,9 +130,9 @@ def _run_detail(store: Store, run: RunRow) -> dict[str, Any]:
         for d in store.decisions(run.id)
     ]
     out["silences"] = [
-        {"target": t, "until": until, "by": actor}
-        for t, until, actor in store.active_silences()
-        if t in (run.id, run.name) or t.startswith("rule:")
+        {"target": s.target, "until": s.until, "by": s.actor}
+        for s in Silences(store.db).active()
+        if s.target in (run.id, run.name) or s.target.startswith(RULE_PREFIX)
     ]
     incident = store.open_incident(run.id)
     out["incident"] = (

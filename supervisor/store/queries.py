@@ -384,17 +384,6 @@ class Store:
         ).fetchone()
         return (int(row[0]), float(row[1]), dict(json.loads(row[2]))) if row else None
 
-    def active_silences(self, now: float | None = None) -> list[tuple[str, float, str]]:
-        """(target, until, actor) of silences still in force (set from Slack or the CLI)."""
-        now = self.clock() if now is None else now
-        try:
-            rows = self.db.execute(
-                "SELECT target, until, actor FROM slack_silences WHERE until > ? ORDER BY until", (now,)
-            ).fetchall()
-        except sqlite3.OperationalError:  # a store created before the Slack tables existed
-            return []
-        return [(str(r[0]), float(r[1]), str(r[2])) for r in rows]
-
     def open_incident(self, run_id: str) -> tuple[str, int, float] | None:
         """(headline, events, opened_at) of the run's open Slack incident, for `shepherd status`."""
         row = self.db.execute(

@@ -18,6 +18,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from supervisor.notify.silences import RULE_PREFIX
 from supervisor.notify.slack import blocks as bk
 from supervisor.notify.slack import commands as cmds
 from supervisor.notify.slack.notifier import Notifier
@@ -203,8 +204,8 @@ class CommandHandler:
             case cmds.Silence(target, seconds):
                 message = await c.silence(target, seconds, actor)
                 if self.notifier is not None:
-                    run_id = self.notifier.resolve_run(target) if not target.startswith("rule:") else None
-                    self.notifier.silence(run_id or target, seconds, actor)
+                    run_id = self.notifier.resolve_run(target) if not target.startswith(RULE_PREFIX) else None
+                    self.notifier.silences.add(run_id or target, seconds, actor)
                 return message
         raise AssertionError(f"unhandled command {cmd!r}")  # pragma: no cover
 

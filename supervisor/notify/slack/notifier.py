@@ -51,6 +51,7 @@ from typing import Any
 import structlog
 
 from supervisor.domain.notices import LEVELS
+from supervisor.notify.silences import Silences
 from supervisor.notify.slack import blocks as bk
 from supervisor.notify.slack import incidents as inc_
 from supervisor.notify.slack.transport import Blocked, DeliveryError, Permanent, Retry, Transport, classify
@@ -121,6 +122,7 @@ class Notifier:
         self.extra_secrets = tuple(extra_secrets) + tuple(settings.secrets())
         self.on_enqueue = on_enqueue
         self.webhook = settings.mode == "webhook"
+        self.silences = Silences(db, clock=clock)
 
     # -- public API -------------------------------------------------------------------------------
 
@@ -180,7 +182,7 @@ class Notifier:
             return None
         if LEVELS.get(level, 20) < LEVELS.get(thread.level, 20) and kind not in UNBOUNDED_KINDS:
             return None
-        if self.silenced(run_id, rule, now) and kind not in UNBOUNDED_KINDS:
+        if self.silenced(run_id, rule) and kind not in UNBOUNDED_KINDS:
             log.info("slack_silenced", run_id=run_id, kind=kind, rule=rule)
             return None
         headline = {
@@ -330,30 +332,9 @@ class Notifier:
             self._wake()
         return n
 
-    def silence(self, target: str, seconds: float, actor: str) -> float:
-        """Silence a run (id or name) or `rule:NAME` until now + seconds; returns the end time."""
-        until = self.clock() + seconds
-        with transaction(self.db) as db:
-            db.execute(
-                "INSERT INTO slack_silences(target, until, actor, created_at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT(target) DO UPDATE SET until = excluded.until, actor = excluded.actor",
-                (target, until, actor, self.clock()),
-            )
-        return until
-
-    def unsilence(self, target: str) -> None:
-        with transaction(self.db) as db:
-            db.execute("DELETE FROM slack_silences WHERE target = ?", (target,))
-
-    def silenced(self, run_id: str, rule: str | None = None, now: float | None = None) -> bool:
-        now = self.clock() if now is None else now
+    def silenced(self, run_id: str, rule: str | None = None) -> bool:
         thread = self.thread(run_id)
-        targets = [run_id] + ([thread.run_name] if thread else []) + ([f"rule:{rule}"] if rule else [])
-        marks = ",".join("?" * len(targets))
-        row = self.db.execute(
-            f"SELECT 1 FROM slack_silences WHERE target IN ({marks}) AND until > ?", (*targets, now)
-        ).fetchone()
-        return row is not None
+        return self.silences.covers(run_id, thread.run_name if thread else None, rule)
 
     def thread(self, run_id: str) -> Thread | None:
         row = self.db.execute(

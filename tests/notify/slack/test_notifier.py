@@ -195,9 +195,9 @@ async def test_silenced_runs_and_rules_and_low_levels_stay_quiet(
     notifier, sender, _ = stack(db, standin, level="warning")
     notifier.run_opened("a-1", "gsm8k-a", "", None)
     assert notifier.event("a-1", "progress", "step 10", level="info") is None  # below the level
-    notifier.silence("rule:nccl_timeout", 3600, "U0ALICE")
+    notifier.silences.add("rule:nccl_timeout", 3600, "U0ALICE")
     assert notifier.event("a-1", "alert", "nccl", level="error", rule="nccl_timeout") is None
-    notifier.silence("gsm8k-a", 3600, "U0ALICE")  # by name
+    notifier.silences.add("gsm8k-a", 3600, "U0ALICE")  # by name
     assert notifier.event("a-1", "alert", "oom", level="error") is None
     assert notifier.event("a-1", "gave_up", "gave up after 3 attempts", level="error") is not None
     await sender.drain()

@@ -1,6 +1,6 @@
 """Detection latency: a failure line appended to a running job's log -> the decision and the alert.
 
-Runs the real daemon in-process (`build_daemon` in a temp root, on the dev Slurm cluster: SLURM_CONF must
+Runs the real daemon in-process (`build` in a temp root, on the dev Slurm cluster: SLURM_CONF must
 point at it) once per watch mode, inotify and polling (`settings.watch.force_polling`). In each mode:
 
 * alert trials (--trials, default 60): one run whose job sleeps, launched with tests/support/plain.sub
@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import anyio
 import structlog
 
-from supervisor.daemon.compose import build_daemon
+from supervisor.daemon.compose import build
 from supervisor.daemon.loops import Daemon
 from supervisor.daemon.monitor import Monitor
 from supervisor.domain.notices import RunEvent
@@ -252,7 +252,8 @@ async def one_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             ),
         )
         sink = Sink()
-        daemon, monitor = build_daemon(settings, sinks=[sink])
+        built = build(settings, sinks=[sink])
+        daemon, monitor = built.daemon, built.monitor
         result: dict[str, Any] = {}
         try:
             async with anyio.create_task_group() as tg:

@@ -28,7 +28,7 @@ import structlog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from supervisor.daemon.loops import Daemon
+from supervisor.daemon.compose import build
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmClient
 from supervisor.store import Store
@@ -58,7 +58,7 @@ async def measure(n: int, polls: int, interval: float, root: Path) -> dict[str, 
     settings.ensure_dirs()
     store = Store(settings.db_path)
     slurm = SlurmClient(timeout_s=60)
-    daemon = Daemon(settings, store, slurm)
+    daemon = build(settings, store=store, slurm=slurm).daemon
     for i in range(n):
         (settings.queue_dir / f"scale-{i:05d}.yaml").write_text(
             SPEC.format(name=f"scale-{i:05d}", workdir=root)

@@ -18,12 +18,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
+from supervisor.act.checkpoints import newest_checkpoint_step, resolve_checkpoint
 from supervisor.decide import staging
-from supervisor.decide.checkpoints import STEP_DIR_RE, choose_in_dir, list_checkpoint_dir
+from supervisor.decide.checkpoints import STEP_DIR_RE
 from supervisor.decide.policy import AttemptRecord, Decision, PolicyConfig, decide
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.notices import Level, RunEvent
@@ -31,68 +32,19 @@ from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow, RunRow, RunState
 from supervisor.domain.spec import JobSpec
 from supervisor.faultpoints import crash_point
-from supervisor.notify.sinks import LogSink
-from supervisor.ports import EventSink
+from supervisor.notify.plot import render_curves
+from supervisor.ports import EventSink, Scheduler, SlurmControl
 from supervisor.rules.engine import Evidence, Match, load_ruleset
 from supervisor.rules.model import MissingPlaceholder, render_template
+from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError
 from supervisor.store import Store
-
-if TYPE_CHECKING:
-    from supervisor.daemon.loops import Daemon
+from supervisor.watch.sources import run_metric_points
 
 log = structlog.get_logger(__name__)
 
 UNRECOGNISED = "unrecognised-failure"
 Effects = list[Callable[[], None]]  # a decision's messages, queued when its outcome commits
-
-
-def newest_checkpoint_step(spec: JobSpec, checkpoint_dir: str | None = None) -> int | None:
-    """The newest complete step in `checkpoint_dir` (a staged dir an attempt trained in) or the spec's dir."""
-    if spec.checkpoint is None:
-        return None
-    from supervisor.decide.checkpoints import discover
-
-    where = Path(checkpoint_dir) if checkpoint_dir else spec.checkpoint.dir
-    cps = discover(list_checkpoint_dir(where), spec.checkpoint.metric)
-    return max((c.step for c in cps), default=None)
-
-
-def resolve_checkpoint(
-    spec: JobSpec, selector: str, *, run_id: str = "", attempt: int = 0, lineage: str | None = None
-) -> tuple[str | None, str]:
-    """(path or None, why) for latest / best / step_N among the spec's checkpoints.
-
-    A trainer that resumes by itself (`pass_checkpoint: null`, NeMo RL) gets a staged dir when the choice is
-    not its own newest step (supervisor/staging.py); `lineage` is the dir the last attempt trained in.
-    """
-    if spec.checkpoint is None:
-        return None, "the spec names no checkpoint dir: the trainer resumes by itself"
-    ck = spec.checkpoint
-    if not Path(ck.dir).is_dir():
-        return None, f"the checkpoint dir {ck.dir} is missing (removed?): resuming from scratch"
-    if spec.resume.pass_checkpoint is None and run_id:
-        return staging.resolve(
-            ck.dir,
-            selector,
-            run_id=run_id,
-            attempt=attempt,
-            lineage=lineage,
-            metric=ck.metric,
-            higher_is_better=ck.higher_is_better,
-            keep_top_k=ck.keep_top_k,
-        )
-    choice, path = choose_in_dir(
-        ck.dir, selector, metric=ck.metric, higher_is_better=ck.higher_is_better, keep_top_k=ck.keep_top_k
-    )
-    return (str(path) if path else None), choice.reason
-
-
-def resolve_checkpoint_for_run(
-    run: RunRow, selector: str, *, attempt: int = 0, lineage: str | None = None
-) -> tuple[str | None, str]:
-    spec = JobSpec.model_validate_json(run.spec_json)
-    return resolve_checkpoint(spec, selector, run_id=run.id, attempt=attempt, lineage=lineage)
 
 
 def policy_config(spec: JobSpec) -> PolicyConfig:
@@ -174,10 +126,23 @@ def _capped(info: dict[str, Any], run_cap: int | None) -> int | None:
 
 
 class Actions:
-    def __init__(self, daemon: Daemon, sink: EventSink | None = None, clock: Callable[[], float] = time.time):
-        self.daemon = daemon
-        self.store: Store = daemon.store
-        self.sink: EventSink = sink or LogSink()
+    """Carries out what the rules and the policy decided, through the ports it is given."""
+
+    def __init__(
+        self,
+        store: Store,
+        slurm: SlurmControl,
+        scheduler: Scheduler,
+        sink: EventSink,
+        settings: Settings,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.slurm = slurm
+        self.scheduler = scheduler
+        self.sink = sink
+        self.settings = settings
         self.clock = clock
 
     def notify(self, event: RunEvent) -> None:
@@ -186,13 +151,10 @@ class Actions:
     def plot(self, run: RunRow, effects: Effects) -> None:
         """Reward and validation curves into the run's thread: people would rather look than read."""
         try:
-            from supervisor.notify.plot import render_curves
-            from supervisor.watch.sources import run_metric_points
-
-            points = run_metric_points(self.store, self.daemon.settings, run)
+            points = run_metric_points(run)
             if not points:
                 return
-            png = render_curves(points, self.daemon.run_dir(run) / "curves.png", title=run.id)
+            png = render_curves(points, self.settings.runs_dir / run.id / "curves.png", title=run.id)
             effects.append(
                 lambda: self.sink.publish_plot(run.id, str(png), f"{run.name}: reward and validation")
             )
@@ -212,7 +174,7 @@ class Actions:
 
     async def on_match(self, run: RunRow, attempt: AttemptRow, m: Match) -> None:
         """Record the match as a decision (once per incident) and carry out its actions."""
-        spec = self.daemon.spec_of(run)
+        spec = run.spec
         ckpt_after = newest_checkpoint_step(spec, attempt.overrides.get("checkpoint_dir"))
         evidence = {
             "source": m.evidence.source,
@@ -325,7 +287,7 @@ class Actions:
         if d.rule == UNRECOGNISED:
             await self._unrecognised(run, attempt, d.id, d.reason)
             return
-        spec = self.daemon.spec_of(run)
+        spec = run.spec
         m = self._rebuild_match(run, spec, d)
         if m is None:
             why = f"rule {d.rule} is no longer loaded, so its decision cannot be carried out"
@@ -429,7 +391,7 @@ class Actions:
         if job is None:
             return ""
         try:
-            await self.daemon.slurm.cancel(job)
+            await self.slurm.cancel(job)
         except SlurmError as exc:
             return f"scancel {job} failed: {exc}"
         return f"cancelled job {job}"
@@ -492,7 +454,7 @@ class Actions:
         detail = f"{what} in {max(0.0, at - self.clock()):.0f}s; {decision.reason}" + (
             f"; changed: {', '.join(changes)}" if changes else ""
         )
-        self.daemon.schedule(run.id, at=at, overrides=overrides, reason=f"{m.rule}: {detail}")
+        self.scheduler.schedule(run.id, at=at, overrides=overrides, reason=f"{m.rule}: {detail}")
         resumed = RunEvent(
             run.id,
             "resumed",
@@ -549,7 +511,7 @@ class Actions:
     async def _hold(self, run: RunRow, attempt: AttemptRow, m: Match) -> str:
         if attempt.job_id and attempt.slurm_state == "PENDING":
             try:
-                await self.daemon.slurm.hold(attempt.job_id)
+                await self.slurm.hold(attempt.job_id)
             except SlurmError as exc:
                 return f"hold failed: {exc}"
             self.store.set_run_state(
@@ -569,7 +531,7 @@ class Actions:
         nodes = (self.store.get_attempt(attempt.run_id, attempt.n) or attempt).nodes or ""
         if not nodes and attempt.job_id:
             try:
-                nodes = await self.daemon.slurm.job_nodes(attempt.job_id)
+                nodes = await self.slurm.job_nodes(attempt.job_id)
             except SlurmError as exc:
                 log.warning("could not ask Slurm for the job's nodes", job_id=attempt.job_id, error=str(exc))
         if nodes and "," not in nodes and "[" not in nodes:

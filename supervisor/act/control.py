@@ -10,27 +10,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
 import anyio.to_thread
 
+from supervisor.decide.staging import trainer_dir
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import RunRow, RunState
+from supervisor.notify.plot import render_curves
 from supervisor.notify.silences import RULE_PREFIX
-from supervisor.ports import ControlError
+from supervisor.ports import CheckpointResolver, ControlError, EventSink, SlurmControl
+from supervisor.settings import Settings
 from supervisor.store import Store
-
-if TYPE_CHECKING:
-    from supervisor.ports import EventSink
-    from supervisor.settings import Settings
-
-
-class CheckpointResolver(Protocol):
-    """(path, why) for `selector`; `attempt` and `lineage` (the last attempt's dir) allow staging."""
-
-    def __call__(
-        self, run: RunRow, selector: str, *, attempt: int = 0, lineage: str | None = None
-    ) -> tuple[str | None, str]: ...
+from supervisor.watch.sources import run_metric_points
 
 
 def no_checkpoints(
@@ -41,21 +32,44 @@ def no_checkpoints(
 
 def _trainer_dir(run: RunRow, path: str | None) -> str | None:
     """The staged dir `path` lies in, if any: the next attempt must point the trainer there."""
-    from supervisor.decide.staging import trainer_dir
-    from supervisor.domain.spec import JobSpec
+    ck = run.spec.checkpoint
+    return trainer_dir(ck.dir, path) if ck is not None else None
 
-    try:
-        spec = JobSpec.model_validate_json(run.spec_json)
-    except ValueError:
-        return None
-    return trainer_dir(spec.checkpoint.dir, path) if spec.checkpoint is not None else None
+
+def find_run(store: Store, ref: str) -> RunRow:
+    """The run `ref` names: its id, its name (the newest run of that name) or a unique id prefix."""
+    runs = store.find_runs(ref)
+    if not runs:
+        raise ControlError(f"no run called {ref!r} (try `shepherd status`)")
+    if len(runs) > 1 and runs[0].name == ref:
+        return runs[0]  # a name: the newest run of that name
+    if len(runs) > 1:
+        raise ControlError(f"{ref!r} matches {len(runs)} runs: " + ", ".join(r.id for r in runs[:5]))
+    return runs[0]
+
+
+async def plot_run(store: Store, ref: str, out_png: Path) -> tuple[RunRow, Path]:
+    """The run's reward and validation curves as a PNG at `out_png` (`shepherd plot`, Slack's plot).
+
+    The store is read here, in the caller's thread; only the drawing runs in a worker thread.
+    """
+    run = find_run(store, ref)
+    points = run_metric_points(run)
+    if not points:
+        named = run.spec.trainer_log_dir is not None
+        why = "" if named else " (its spec sets no `trainer_log_dir`)"
+        raise ControlError(f"{run.id} has no metrics yet, so there is nothing to plot{why}")
+    png = await anyio.to_thread.run_sync(render_curves, points, out_png, run.id)
+    return run, png
 
 
 class Controller:
+    """Cancel, hold, release, resume and give up, for a person: the CLI's and Slack's one code path."""
+
     def __init__(
         self,
         store: Store,
-        slurm: object,
+        slurm: SlurmControl,
         *,
         resolve_checkpoint: CheckpointResolver = no_checkpoints,
         clock: Callable[[], float] = time.time,
@@ -68,14 +82,7 @@ class Controller:
         self.on_change = on_change or (lambda: None)
 
     def find(self, ref: str) -> RunRow:
-        runs = self.store.find_runs(ref)
-        if not runs:
-            raise ControlError(f"no run called {ref!r} (try `shepherd status`)")
-        if len(runs) > 1 and runs[0].name == ref:
-            return runs[0]  # a name: the newest run of that name
-        if len(runs) > 1:
-            raise ControlError(f"{ref!r} matches {len(runs)} runs: " + ", ".join(r.id for r in runs[:5]))
-        return runs[0]
+        return find_run(self.store, ref)
 
     def _live_job(self, run: RunRow) -> str | None:
         a = self.store.latest_attempt(run.id)
@@ -93,7 +100,7 @@ class Controller:
             event=("cancelled", f"cancelled by {actor}", {"actor": actor, "job_id": job}),
         )
         if job:
-            await self.slurm.cancel(job)  # type: ignore[attr-defined]
+            await self.slurm.cancel(job)
         self.on_change()
         return f"cancelled {run.id}" + (f" (scancel {job})" if job else "")
 
@@ -109,7 +116,7 @@ class Controller:
             )
         job = self._live_job(run)
         if job:
-            await self.slurm.hold(job)  # type: ignore[attr-defined]
+            await self.slurm.hold(job)
         self.store.set_run_state(
             run.id,
             RunState.HELD if job else run.state,
@@ -126,7 +133,7 @@ class Controller:
             raise ControlError(f"{run.id} is not held")
         job = self._live_job(run)
         if job:
-            await self.slurm.release(job)  # type: ignore[attr-defined]
+            await self.slurm.release(job)
         state = RunState.PENDING if run.state == RunState.HELD else run.state
         self.store.set_run_state(
             run.id,
@@ -182,7 +189,7 @@ class Controller:
             raise ControlError(f"{run.id} is already {run.state.value}")
         job = self._live_job(run)
         if job:
-            await self.slurm.cancel(job)  # type: ignore[attr-defined]
+            await self.slurm.cancel(job)
         self.store.set_run_state(
             run.id,
             RunState.GAVE_UP,
@@ -192,36 +199,15 @@ class Controller:
         self.on_change()
         return f"gave up on {run.id}"
 
-    async def plot(self, ref: str, out_png: Path, settings: Settings) -> tuple[RunRow, Path]:
-        """The run's reward and validation curves as a PNG at `out_png` (`shepherd plot`, Slack's plot).
-
-        The store is read here, in the caller's thread; only the drawing runs in a worker thread.
-        """
-        from supervisor.notify.plot import render_curves
-        from supervisor.watch.sources import run_metric_points
-
-        run = self.find(ref)
-        points = run_metric_points(self.store, settings, run)
-        if not points:
-            from supervisor.domain.spec import JobSpec
-
-            named = JobSpec.model_validate_json(run.spec_json).trainer_log_dir is not None
-            why = "" if named else " (its spec sets no `trainer_log_dir`)"
-            raise ControlError(f"{run.id} has no metrics yet, so there is nothing to plot{why}")
-        png = await anyio.to_thread.run_sync(render_curves, points, out_png, run.id)
-        return run, png
-
 
 class DaemonRunControl:
     """What Slack commands call: the same Controller as the CLI, plus status text and silences.
 
-    `sink` is the daemon's EventSink (set once it is built): a requested plot goes into the run's
-    thread the same way the completion plot does.
+    `sink` is the daemon's EventSink: a requested plot goes into the run's thread the same way the
+    completion plot does.
     """
 
-    def __init__(
-        self, controller: Controller, settings: Settings | None = None, sink: EventSink | None = None
-    ) -> None:
+    def __init__(self, controller: Controller, settings: Settings, sink: EventSink) -> None:
         self.c = controller
         self.settings = settings
         self.sink = sink
@@ -265,9 +251,7 @@ class DaemonRunControl:
 
     async def plot(self, run: str, actor: str) -> str:
         """`shepherd plot` into the run's thread; the caller is told at once if there is nothing to draw."""
-        if self.settings is None or self.sink is None:
-            raise ControlError("plots are not available from this supervisor")
         r = self.c.find(run)
-        r, png = await self.c.plot(r.id, self.settings.runs_dir / r.id / "curves.png", self.settings)
+        r, png = await plot_run(self.c.store, r.id, self.settings.runs_dir / r.id / "curves.png")
         self.sink.publish_plot(r.id, str(png), f"{r.name}: reward and validation")
         return f"plotting {r.id}: the reward and validation curves are on their way into its thread"

@@ -23,7 +23,10 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from supervisor.act.control import find_run
+from supervisor.cli.common import AddCommand, settings_of
 from supervisor.domain.runs import DecisionRow, RunRow
+from supervisor.ports import ControlError
 from supervisor.store import Store
 
 REFRESH_S = 2.0
@@ -183,9 +186,7 @@ def view_of(store: Store, run: RunRow) -> RunView:
 def collect(store: Store, run_ref: str | None = None) -> list[RunView]:
     """The active runs (or just `run_ref`, whatever its state)."""
     if run_ref:
-        from supervisor.act.control import Controller
-
-        return [view_of(store, Controller(store, None).find(run_ref))]
+        return [view_of(store, find_run(store, run_ref))]
     return [view_of(store, r) for r in store.list_runs(include_final=False)]
 
 
@@ -247,12 +248,15 @@ def render(views: list[RunView], now: float | None = None) -> RenderableType:
 
 
 # ---- the command ----
-def watch(args: argparse.Namespace, out: TextIO | None = None, refresh_s: float = REFRESH_S) -> int:
-    from supervisor.cli.main import _settings
-    from supervisor.ports import ControlError
+def register(add: AddCommand) -> None:
+    w = add("watch", watch, "a live view of active runs")
+    w.add_argument("run", nargs="?")
+    w.add_argument("--once", action="store_true", help="print one frame and exit")
 
+
+def watch(args: argparse.Namespace, out: TextIO | None = None, refresh_s: float = REFRESH_S) -> int:
     stream = out or sys.stdout
-    settings = _settings(args)
+    settings = settings_of(args)
     if not settings.db_path.exists():
         print(
             f"shepherd: no state at {settings.db_path} (is the daemon running with this --root?)",

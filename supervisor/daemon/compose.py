@@ -1,151 +1,171 @@
-"""`shepherd daemon`: build the parts from settings and run them until SIGTERM."""
+"""The one place that builds the daemon: each part is constructed once, in dependency order, from
+settings; tests and benchmarks hand in fakes for the edges (the store, Slurm, extra sinks, the clock)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
-from typing import Any
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import anyio
 import structlog
+import watchfiles
 
-from supervisor.act.actions import Actions, resolve_checkpoint_for_run
+from supervisor.act.actions import Actions
+from supervisor.act.checkpoints import resolve_checkpoint_for_run
 from supervisor.act.control import Controller, DaemonRunControl
-from supervisor.daemon.loops import DAEMON_THREAD, Daemon
+from supervisor.daemon.loops import DAEMON_THREAD, Daemon, Task
 from supervisor.daemon.monitor import Monitor
+from supervisor.daemon.wakeups import StoreScheduler, Wakeups
 from supervisor.domain.notices import RunEvent
-from supervisor.domain.spec import JobSpec, NotifySpec
+from supervisor.intake.queue import Intake
+from supervisor.logs import LogMode, configure_logging
 from supervisor.notify.sinks import FanOut, LogSink
-from supervisor.notify.slack.service import SlackService, build_slack
+from supervisor.notify.slack.service import SlackOutbox, SlackService
 from supervisor.notify.slack.sink import SlackSink
 from supervisor.ports import EventSink
 from supervisor.rules.loader import REPO_RULES
 from supervisor.service.reload import Reloader
-from supervisor.settings import Settings
+from supervisor.service.sdnotify import Notifier
+from supervisor.service.watchdog import HeartbeatRegistry
+from supervisor.settings import Settings, load_settings
 from supervisor.slurm.client import SlurmClient
 from supervisor.store import Store
 
 log = structlog.get_logger(__name__)
 
 
-def configure(log_format: str) -> None:
-    from supervisor.logs import configure_logging
-
-    configure_logging(log_format)  # type: ignore[arg-type]
-
-
+@dataclass(frozen=True, slots=True)
 class Built:
     """The daemon and the parts around it, for `run_daemon`, tests and benchmarks."""
 
-    def __init__(self, daemon: Daemon, monitor: Monitor, slack: SlackService | None) -> None:
-        self.daemon = daemon
-        self.monitor = monitor
-        self.slack = slack
-
-    @property
-    def tasks(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
-        tasks: list[Callable[[], Coroutine[Any, Any, None]]] = [self.monitor.run]
-        if self.slack is not None:
-            tasks.append(self.slack.run)
-        return tasks
+    settings: Settings
+    store: Store
+    slurm: SlurmClient
+    sink: EventSink
+    controller: Controller
+    actions: Actions
+    monitor: Monitor
+    heartbeats: HeartbeatRegistry
+    reloader: Reloader
+    daemon: Daemon
+    slack: SlackService | None
 
     async def run(self) -> None:
-        reloader = Reloader(
-            [("rules", self.monitor.reload_rules), ("settings", self.reload_settings)],
-            alert=self._alert,
-            notifier=self.daemon.sd,
-        )
-
-        async def watch_rules() -> None:
-            """A changed rules file reloads like SIGHUP; a bad one keeps the old rules and alerts."""
-            import watchfiles
-
-            dirs = [d for d in {REPO_RULES, *self.daemon.settings.rules_dirs} if d.is_dir()]
-            if not dirs:
-                return
-            async for _ in watchfiles.awatch(*dirs, debounce=300, recursive=False):
-                await reloader.reload_now("rules file changed")
-
-        await self.daemon.run(extra_tasks=[*self.tasks, reloader.run, watch_rules])
-
-    def reload_settings(self) -> None:
-        """Re-read shepherd.toml and SHEPHERD_* env; what can change live is applied, the rest at restart.
-
-        Live: Slurm cadences, timeouts and grace periods, the log polling interval, rules folders.
-        A file that does not validate raises before anything is swapped, so the old settings stay.
-        """
-        from supervisor.settings import load_settings
-
-        current = self.daemon.settings
-        fresh = load_settings(current.root)
-        current.slurm = fresh.slurm
-        current.watch = fresh.watch
-        current.rules_dirs = fresh.rules_dirs
-        self.daemon.slurm.timeout_s = fresh.slurm.command_timeout_s
-        self.monitor.changes.poll_interval_s = fresh.watch.poll_interval_s
-        if fresh.slack != current.slack:
-            log.warning("slack settings changed: they take effect at the next restart")
-
-    def _alert(self, text: str) -> None:
-        self.daemon.sink.publish(
-            RunEvent(DAEMON_THREAD, "alert", text, level="error", fields={"name": "shepherd daemon"})
-        )
+        await self.daemon.run()
 
 
-def build(settings: Settings, extra_sinks: list[EventSink] | None = None) -> Built:
+def build(
+    settings: Settings,
+    *,
+    store: Store | None = None,
+    slurm: SlurmClient | None = None,
+    sinks: Sequence[EventSink] = (),
+    clock: Callable[[], float] = time.time,
+    environ: Mapping[str, str] | None = None,
+) -> Built:
     settings.ensure_dirs()
-    store = Store(settings.db_path)
-    slurm = SlurmClient(timeout_s=settings.slurm.command_timeout_s, bin_dir=settings.slurm.bin_dir)
-    daemon = Daemon(settings, store, slurm)
-    controller = Controller(
-        store, slurm, resolve_checkpoint=resolve_checkpoint_for_run, on_change=daemon.wake
-    )
-    run_control = DaemonRunControl(controller, settings)
+    store = store if store is not None else Store(settings.db_path)
+    slurm = slurm or SlurmClient(timeout_s=settings.slurm.command_timeout_s, bin_dir=settings.slurm.bin_dir)
+    wakeups = Wakeups()
+    heartbeats = HeartbeatRegistry()
+    sd = Notifier()
 
     def run_state(run_id: str) -> str | None:
         run = store.get_run(run_id)
         return run.state.value if run else None
 
-    slack = build_slack(store.db, settings.slack, run_control, run_state=run_state)
-    sinks: list[EventSink] = [LogSink(), *(extra_sinks or [])]
-    if slack is not None:
+    outbox = (
+        None
+        if settings.slack.mode == "off"
+        else SlackOutbox(store.db, settings.slack, environ=environ, clock=clock, run_state=run_state)
+    )
+    outlets: list[EventSink] = [LogSink(), *sinks]
+    if outbox is not None:
+        outlets.append(SlackSink(outbox.notifier, store))
+    sink = FanOut(outlets)
+    controller = Controller(
+        store, slurm, resolve_checkpoint=resolve_checkpoint_for_run, on_change=wakeups.all
+    )
+    slack = (
+        SlackService(outbox, DaemonRunControl(controller, settings, sink), environ=environ, clock=clock)
+        if outbox is not None
+        else None
+    )
+    actions = Actions(store, slurm, StoreScheduler(store, wakeups), sink, settings, clock=clock)
+    monitor = Monitor(store, settings, actions, heartbeats, clock=clock)
 
-        def notify_of(run_id: str) -> NotifySpec | None:
-            run = store.get_run(run_id)
-            return JobSpec.model_validate_json(run.spec_json).notify if run else None
+    def reload_settings() -> None:
+        """Re-read shepherd.toml and SHEPHERD_* env; what can change live is applied, the rest at restart.
 
-        def channel_for(run_id: str) -> str | None:
-            notify = notify_of(run_id)
-            return notify.slack_channel if notify else None
+        Live: Slurm cadences, timeouts and grace periods, the log polling interval, rules folders.
+        A file that does not validate raises before anything is swapped, so the old settings stay.
+        """
+        fresh = load_settings(settings.root)
+        settings.slurm = fresh.slurm
+        settings.watch = fresh.watch
+        settings.rules_dirs = fresh.rules_dirs
+        slurm.timeout_s = fresh.slurm.command_timeout_s
+        monitor.changes.poll_interval_s = fresh.watch.poll_interval_s
+        if fresh.slack != settings.slack:
+            log.warning("slack settings changed: they take effect at the next restart")
 
-        def level_for(run_id: str) -> str | None:
-            # A spec's notify.level overrides slack.level for its run; "info" is the spec's default, so it
-            # leaves the operator's slack.level in force.
-            notify = notify_of(run_id)
-            return notify.level if notify and notify.level != "info" else None
+    def alert(text: str) -> None:
+        sink.publish(
+            RunEvent(DAEMON_THREAD, "alert", text, level="error", fields={"name": "shepherd daemon"})
+        )
 
-        sinks.append(SlackSink(slack.notifier, channel_for, level_for))
-    sink = FanOut(sinks)
-    daemon.sink = sink
-    run_control.sink = sink  # `/shepherd plot` posts the way the completion plot does
-    actions = Actions(daemon, sink)
-    monitor = Monitor(daemon, actions)
-    daemon.state_handlers.append(monitor.on_state)
-    daemon.loop_allowance["monitor"] = 60.0
-    daemon.actions = actions
-    return Built(daemon, monitor, slack)
+    reloader = Reloader(
+        [("rules", monitor.reload_rules), ("settings", reload_settings)], alert=alert, notifier=sd
+    )
+
+    async def watch_rules_files() -> None:
+        """A changed rules file reloads like SIGHUP; a bad one keeps the old rules and alerts."""
+        dirs = [d for d in {REPO_RULES, *settings.rules_dirs} if d.is_dir()]
+        if not dirs:
+            return
+        async for _ in watchfiles.awatch(*dirs, debounce=300, recursive=False):
+            await reloader.reload_now("rules file changed")
+
+    tasks = [
+        Task(Monitor.LOOP, monitor.run, Monitor.ALLOWANCE_S),
+        *([Task("slack", slack.run)] if slack is not None else []),
+        Task("reloader", reloader.run),
+        Task("rules-files", watch_rules_files),
+    ]
+    intake = Intake(
+        settings.queue_dir,
+        settings.runs_dir,
+        settings.rejected_dir,
+        max_bytes=settings.max_spec_bytes,
+        settle_s=settings.spec_settle_s,
+        clock=clock,
+    )
+    daemon = Daemon(
+        settings,
+        store,
+        slurm,
+        intake=intake,
+        actions=actions,
+        on_state=monitor.on_state,
+        sink=sink,
+        wakeups=wakeups,
+        heartbeats=heartbeats,
+        sd=sd,
+        tasks=tasks,
+        clock=clock,
+    )
+    return Built(
+        settings, store, slurm, sink, controller, actions, monitor, heartbeats, reloader, daemon, slack
+    )
 
 
-def build_daemon(settings: Settings, sinks: list[EventSink] | None = None) -> tuple[Daemon, Monitor]:
-    built = build(settings, sinks)
-    return built.daemon, built.monitor
-
-
-def run_daemon(settings: Settings, *, log_format: str = "auto") -> int:
-    configure(log_format)
+def run_daemon(settings: Settings, *, log_format: LogMode = "auto") -> int:
+    configure_logging(log_format)
     built = build(settings)
     try:
         anyio.run(built.run)
     finally:
-        built.daemon.store.close()
+        built.store.close()
     log.info("daemon stopped")
     return 0

@@ -1,37 +1,39 @@
-"""Wiring: one anyio task group running the daemon's loops.
+"""The daemon's loops in one anyio task group: intake, scheduler, Slurm poller, and the tasks it is given.
 
-Loops: the queue watcher (claims specs), the scheduler (submits first attempts
-and due resumes), the Slurm poller (one squeue per poll for every run), plus
-whatever observers are attached (log/metric watchers, Slack). Start-up
-reconciles every unfinished intent with Slurm before anything is submitted.
+The queue watcher claims specs, the scheduler submits first attempts and due resumes, the poller looks at
+Slurm once per poll for every run and writes down what each update changes (decide/transitions.py).
+Start-up reconciles every unfinished intent with Slurm and finishes what a crash interrupted before
+anything is submitted. Everything is built in `compose.py`.
 """
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import structlog
+import watchfiles
 from anyio.abc import TaskGroup
 
-if TYPE_CHECKING:
-    from supervisor.act.actions import Actions
-
+from supervisor.act.actions import Actions
+from supervisor.act.checkpoints import newest_checkpoint_step
+from supervisor.daemon.wakeups import Wakeups
+from supervisor.decide.transitions import Transition, transition
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.notices import RunEvent
 from supervisor.domain.observations import StateEvent
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow, RunState
-from supervisor.domain.spec import JobSpec
+from supervisor.domain.spec import JobSpec, load_spec
+from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.faultpoints import crash_point
 from supervisor.intake.queue import Intake, queue_dir_problem
-from supervisor.notify.sinks import LogSink
 from supervisor.ports import EventSink
 from supervisor.service.sdnotify import Notifier
 from supervisor.service.watchdog import (
@@ -43,8 +45,9 @@ from supervisor.service.watchdog import (
 )
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmClient, SlurmError, SlurmRejected, SlurmUnavailable
+from supervisor.slurm.launchers import layout
 from supervisor.slurm.parse import JobObservation, make_job_name
-from supervisor.slurm.reconcile import UpdateKind, reconcile, sacct_needed
+from supervisor.slurm.reconcile import AttemptUpdate, reconcile, sacct_needed
 from supervisor.slurm.submit import build_submit_request
 from supervisor.store import Store
 
@@ -55,6 +58,15 @@ StateHandler = Callable[[RunRow, AttemptRow, StateEvent], Awaitable[None]]
 OWED_EXIT_CODE_MAX_AGE_S = 86400.0  # stop asking sacct for an exit code after a day
 
 
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A long-running part the daemon runs beside its own loops; `allowance_s`: watched by the watchdog."""
+
+    name: str
+    run: Callable[[], Coroutine[Any, Any, None]]
+    allowance_s: float | None = None
+
+
 class Daemon:
     def __init__(
         self,
@@ -62,20 +74,28 @@ class Daemon:
         store: Store,
         slurm: SlurmClient,
         *,
+        intake: Intake,
+        actions: Actions,
+        on_state: StateHandler,
+        sink: EventSink,
+        wakeups: Wakeups,
+        heartbeats: HeartbeatRegistry,
+        sd: Notifier,
+        tasks: Sequence[Task] = (),
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self.store = store
         self.slurm = slurm
+        self.intake = intake
+        self.actions = actions
+        self.on_state = on_state
+        self.sink = sink
+        self.wakeups = wakeups
+        self.heartbeats = heartbeats
+        self.sd = sd
+        self.tasks = tuple(tasks)
         self.clock = clock
-        self.intake = Intake(
-            settings.queue_dir,
-            settings.runs_dir,
-            settings.rejected_dir,
-            max_bytes=settings.max_spec_bytes,
-            settle_s=settings.spec_settle_s,
-            clock=clock,
-        )
         self.in_flight: set[tuple[str, int]] = set()
         # Every attempt in flight at any moment of the current poll: its squeue/sacct snapshot may predate
         # the job, so the poll must conclude nothing about it (else: "never submitted" -> submitted twice).
@@ -87,27 +107,22 @@ class Daemon:
         self.accounting_down_since: float | None = None
         self.last_poll_ok: float | None = None
         self.ready = anyio.Event()
-        self.state_handlers: list[StateHandler] = []
-        self.actions: Actions | None = None
-        self.sink: EventSink = LogSink()
-        self.sd = Notifier()
-        self.heartbeats = HeartbeatRegistry()
-        slow = settings.slurm
-        # How long each loop may stay silent before the watchdog calls it wedged.
-        self.loop_allowance = {
+        self.python_bin_dir = settings.python.parent if settings.python else Path(sys.executable).parent
+
+    def loop_allowance(self) -> dict[str, float]:
+        """How long each loop may stay silent before the watchdog calls it wedged."""
+        slow = self.settings.slurm
+        own = {
             "intake": 60.0,
             "scheduler": 60.0 + 2 * slow.command_timeout_s,
             "poller": max(slow.idle_poll_interval_s, slow.steady_poll_interval_s)
             + 4 * slow.command_timeout_s
             + 30,
         }
-        self._wake_scheduler = anyio.Event()
-        self._wake_poller = anyio.Event()
-        self._tg: TaskGroup | None = None
-        self.python_bin_dir = settings.python.parent if settings.python else Path(sys.executable).parent
+        return own | {t.name: t.allowance_s for t in self.tasks if t.allowance_s is not None}
 
     # ---- lifecycle ------------------------------------------------------------------------------------
-    async def run(self, *, extra_tasks: list[Callable[[], Coroutine[Any, Any, None]]] | None = None) -> None:
+    async def run(self) -> None:
         self.settings.ensure_dirs()
         problem = queue_dir_problem(self.settings.queue_dir)
         if problem is not None:
@@ -115,7 +130,6 @@ class Daemon:
             raise SystemExit(f"shepherd: refusing to start: {problem}")
         self.adopt_orphans()
         async with anyio.create_task_group() as tg:
-            self._tg = tg
             tg.start_soon(self._signals, tg)
             # READY=1 only once state is loaded and every intent is reconciled with Slurm.
             await self.reconcile_until_seen()
@@ -127,14 +141,14 @@ class Daemon:
                 root=str(self.settings.root),
                 runs=len(self.store.list_runs(include_final=False)),
             )
-            for name, allowance in self.loop_allowance.items():
+            for name, allowance in self.loop_allowance().items():
                 self.heartbeats.register(name, allowance)
             tg.start_soon(self.intake_loop)
             tg.start_soon(self.scheduler_loop)
             tg.start_soon(self.poll_loop)
             tg.start_soon(Watchdog(self.heartbeats, self.sd, status=self.status_summary_for_systemd).run)
-            for task in extra_tasks or []:
-                tg.start_soon(task)
+            for task in self.tasks:
+                tg.start_soon(task.run)
 
     async def _signals(self, tg: TaskGroup) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -143,10 +157,6 @@ class Daemon:
                 self.sd.stopping()
                 tg.cancel_scope.cancel()
                 return
-
-    def beat(self, loop: str) -> None:
-        if loop in self.heartbeats.names:
-            self.heartbeats.beat(loop)
 
     def status_summary_for_systemd(self) -> StatusSummary:
         runs = self.store.list_runs(include_final=False)
@@ -177,9 +187,6 @@ class Daemon:
 
     def adopt_orphans(self) -> None:
         """A crash between claiming a spec (rename) and recording the run leaves a run dir with no row."""
-        from supervisor.domain.spec import load_spec
-        from supervisor.domain.yamlpos import YamlDocumentError
-
         known = {r.id for r in self.store.list_runs()}
         for run_dir in sorted(self.settings.runs_dir.glob("*/spec.yaml")):
             run_id = run_dir.parent.name
@@ -212,8 +219,7 @@ class Daemon:
         end was recorded but never handled (killed between the two) gets its terminal state event again, so
         the rules see it; a vanished attempt whose run was not yet marked LOST is marked now.
         """
-        if self.actions is not None:
-            await self.actions.finish_unfinished()
+        await self.actions.finish_unfinished()
         for run in self.store.list_runs(include_final=False):
             if run.state in (RunState.BACKOFF, RunState.QUEUED, RunState.SUBMITTING, RunState.HELD):
                 continue
@@ -246,8 +252,6 @@ class Daemon:
 
     # ---- queue -----------------------------------------------------------------------------------------
     async def intake_loop(self) -> None:
-        import watchfiles
-
         queue = self.settings.queue_dir
         self.scan_queue()
         stop = anyio.Event()
@@ -263,7 +267,7 @@ class Daemon:
                     force_polling=self.settings.watch.force_polling,
                     poll_delay_ms=int(self.settings.watch.poll_interval_s * 1000),
                 ):
-                    self.beat("intake")
+                    self.heartbeats.beat_if_registered("intake")
                     self.scan_queue()
             except Exception as exc:  # watcher broke (dir removed...): rescan by polling and retry
                 log.error("queue watcher failed; retrying", error=str(exc))
@@ -275,13 +279,13 @@ class Daemon:
         for c in claimed:
             self.store.create_run(c.run_id, c.spec.name, c.spec.model_dump_json(), str(c.spec_path))
         if claimed:
-            self._wake_scheduler.set()
+            self.wakeups.scheduler()
 
     # ---- submission ------------------------------------------------------------------------------------
     async def scheduler_loop(self) -> None:
         last_adopt = self.clock()
         while True:
-            self.beat("scheduler")
+            self.heartbeats.beat_if_registered("scheduler")
             try:
                 wait = await self.schedule_once()
                 if self.clock() - last_adopt > 60:
@@ -290,9 +294,7 @@ class Daemon:
             except Exception:  # the store is full or locked, say: say so, keep going, retry
                 log.exception("scheduling failed; retrying")
                 wait = 5.0
-            with anyio.move_on_after(wait):
-                await self._wake_scheduler.wait()
-            self._wake_scheduler = anyio.Event()
+            await self.wakeups.wait_scheduler(wait)
 
     async def schedule_once(self) -> float:
         """Submit every due run; returns how long until the next one is due (at most 5 s)."""
@@ -316,17 +318,9 @@ class Daemon:
         # COMPLETING: the batch script is gone and only cleanup remains; the next attempt may queue behind it.
         return last.slurm_state != JobState.COMPLETING.value
 
-    def spec_of(self, run: RunRow) -> JobSpec:
-        return JobSpec.model_validate_json(run.spec_json)
-
-    def run_dir(self, run: RunRow) -> Path:
-        return self.settings.runs_dir / run.id
-
     async def submit_attempt(self, run: RunRow) -> AttemptRow | None:
-        spec = self.spec_of(run)
+        spec = run.spec
         overrides = AttemptOverrides.from_dict(run.next_attempt)
-        from supervisor.act.actions import newest_checkpoint_step
-
         # What existed at submission: the policy's measure of whether this attempt made progress.
         record = {**overrides.to_dict(), "ckpt_step_at_submit": newest_checkpoint_step(spec)}
         attempt = self.store.begin_attempt(run.id, lambda n: make_job_name(run.id, n), record)
@@ -335,7 +329,7 @@ class Daemon:
             spec,
             run_id=run.id,
             attempt=attempt.n,
-            run_dir=self.run_dir(run),
+            run_dir=self.settings.runs_dir / run.id,
             overrides=overrides,
             python_bin_dir=self.python_bin_dir,
             script=self.settings.launch_script,
@@ -360,7 +354,7 @@ class Daemon:
         except SlurmUnavailable as exc:
             # The job may or may not exist: the poller settles the intent by its tag.
             log.warning("sbatch outcome unknown; will reconcile by tag", run_id=run.id, error=str(exc))
-            self._wake_poller.set()
+            self.wakeups.poller()
             return None
         finally:
             self.in_flight.discard(key)
@@ -368,13 +362,12 @@ class Daemon:
         self.store.attempt_submitted(run.id, attempt.n, job_id)
         log.info("submitted", run_id=run.id, attempt=attempt.n, job_id=job_id)
         self._announce_submission(run, spec, attempt.n, job_id, req.env["BASE_LOG_DIR"])
-        self._wake_poller.set()
+        self.wakeups.poller()
         return self.store.get_attempt(run.id, attempt.n)
 
     def wake(self) -> None:
         """Something changed outside the loops (a command): look at the runs now."""
-        self._wake_scheduler.set()
-        self._wake_poller.set()
+        self.wakeups.all()
 
     def _announce_submission(self, run: RunRow, spec: JobSpec, n: int, job_id: str, log_dir: str) -> None:
         s = spec.slurm
@@ -383,7 +376,7 @@ class Daemon:
             + (f", partition {s.partition}" if s.partition else "")
             + (f", time {s.time}" if s.time else "")
         )
-        logs = "\n".join([f"{log_dir}/{job_id}-logs/ray-driver.log", f"{log_dir}/slurm-{job_id}.out"])
+        logs = "\n".join(str(p) for p in layout.announced_paths(Path(log_dir), job_id))
         if n == 1:
             self.sink.publish(
                 RunEvent(
@@ -427,7 +420,7 @@ class Daemon:
     async def poll_loop(self) -> None:
         failures = 0
         while True:
-            self.beat("poller")
+            self.heartbeats.beat_if_registered("poller")
             try:
                 seen = await self.poll_once()
                 # Slurm not answering: back off (doubling, up to the steady cadence) so a struggling
@@ -443,10 +436,7 @@ class Daemon:
             except Exception:  # a store error must not end supervision: say so and look again soon
                 log.exception("poll failed; retrying")
                 interval = self.settings.slurm.poll_interval_s
-            with anyio.move_on_after(interval):
-                await self._wake_poller.wait()
-                await anyio.sleep(0.2)  # let a burst of submissions land in one poll
-            self._wake_poller = anyio.Event()
+            await self.wakeups.wait_poller(interval)
 
     async def poll_once(self) -> bool:
         """One look at Slurm for every open attempt; False if Slurm could not be asked."""
@@ -489,7 +479,7 @@ class Daemon:
             in_flight=frozenset(self.in_flight | self._flown),
         )
         for u in updates:
-            await self._apply(u.run_id, u.n, u.kind, u.obs, u.missing_since)
+            await self._apply(u)
         return True
 
     def _went_blind(self, error: str) -> None:
@@ -582,163 +572,77 @@ class Daemon:
         self.blind_since = None
         self.last_poll_ok = self.clock()
 
-    async def _apply(
-        self, run_id: str, n: int, kind: UpdateKind, obs: JobObservation | None, missing_since: float | None
-    ) -> None:
-        run = self.store.get_run(run_id)
-        attempt = self.store.get_attempt(run_id, n)
+    async def _apply(self, update: AttemptUpdate) -> None:
+        """Write down what one update changes (decide/transitions.py), then let the rules see it."""
+        run = self.store.get_run(update.run_id)
+        attempt = self.store.get_attempt(update.run_id, update.n)
         if run is None or attempt is None:
             return
-        if kind in (UpdateKind.FOUND, UpdateKind.NEVER_SUBMITTED) and attempt.state != AttemptState.INTENT:
-            return  # settled since this poll's snapshot (its sbatch returned meanwhile)
-        if kind == UpdateKind.FOUND and obs is not None:
-            self.store.attempt_submitted(run_id, n, obs.job_id, reconciled=True)
-            log.info("intent reconciled with its job", run_id=run_id, attempt=n, job_id=obs.job_id)
-            return
-        if kind == UpdateKind.NEVER_SUBMITTED:
-            self.store.attempt_not_submitted(
-                run_id,
-                n,
-                AttemptState.NEVER_SUBMITTED,
-                "Slurm has no job with this tag: sbatch never ran; submitting again",
-            )
-            if not run.state.is_final:
-                self.store.set_run_state(run_id, RunState.QUEUED, next_attempt=attempt.overrides)
-                self._wake_scheduler.set()
-            return
-        if kind == UpdateKind.MISSING:
-            if attempt.unknown_since is None:
-                log.warning(
-                    "job not visible in Slurm; treating as unknown, not finished", run_id=run_id, attempt=n
-                )
-            self.store.observe_attempt(
-                run_id,
-                n,
-                slurm_state=attempt.slurm_state or "UNKNOWN",
-                reason=attempt.reason,
-                nodes=None,
-                unknown_since=missing_since,
-            )
-            return
-        if kind == UpdateKind.UNKNOWN:
-            grace = self.settings.slurm.unknown_grace_s
-            msg = f"job {attempt.job_id} vanished from Slurm (not in squeue or sacct for {grace:.0f}s)"
-            self.store.mark_attempt_unknown(run_id, n, msg)
-            if not run.state.is_final:
-                self.store.set_run_state(
-                    run_id, RunState.LOST, reason=msg, event=("lost", msg, {}), attempt=n
-                )
-            await self._emit(
-                run_id, n, StateEvent(run_id, n, attempt.job_id or "", JobState.UNKNOWN, msg, at=self.clock())
-            )
-            return
-        assert obs is not None
-        ended = kind == UpdateKind.ENDED
-        started = obs.state in (JobState.RUNNING, JobState.COMPLETING) or (ended and bool(obs.start_time))
-        changed = (obs.state.value != attempt.slurm_state) or (obs.reason != (attempt.reason or ""))
-        self.store.observe_attempt(
-            run_id,
-            n,
-            slurm_state=obs.state.value,
-            reason=obs.reason,
-            nodes=obs.nodes,
-            exit_code=obs.exit_code,
-            ended=ended,
-            started=started,
-            unknown_since=missing_since,
+        tr = transition(
+            update,
+            run,
+            attempt,
+            now=self.clock(),
+            grace_s=self.settings.slurm.unknown_grace_s,
+            accounting_down=self.accounting_down_since is not None,
         )
-        # Settled on squeue's word alone (30 s after it showed the end): sacct could not give the exit code.
-        exit_code_owed = ended and obs.exit_code is None and obs.source == "squeue"
-        if ended:
-            crash_point("after-ended")
-        if not run.state.is_final and run.state not in (RunState.BACKOFF, RunState.QUEUED):
-            if obs.state == JobState.PENDING and run.state != RunState.PENDING and not run.held:
-                self.store.set_run_state(run_id, RunState.PENDING)
-            elif obs.state == JobState.RUNNING and run.state != RunState.RUNNING:
-                self.sink.publish(RunEvent(run_id, "started", f"attempt {n} running on {obs.nodes}"))
-                self.store.set_run_state(
-                    run_id,
-                    RunState.RUNNING,
-                    event=("running", f"attempt {n} running on {obs.nodes}", {"nodes": obs.nodes}),
-                    attempt=n,
-                )
-        if changed or ended:
-            if changed and not ended:
-                log.info("job state", run_id=run_id, attempt=n, state=obs.state.value, reason=obs.reason)
-            event = StateEvent(
-                run_id,
-                n,
-                obs.job_id,
-                obs.state,
-                obs.reason,
-                obs.exit_code,
-                obs.signal,
-                obs.nodes,
-                at=self.clock(),
-            )
-            if ended:
-                why = ""
-                if exit_code_owed:
-                    why = " (exit code not known yet: " + (
-                        "Slurm accounting (sacct) unavailable; recorded when it answers)"
-                        if self.accounting_down_since is not None
-                        else "sacct has no record of the job yet)"
-                    )
-                self.store.add_event(
-                    run_id,
+        self._write(run, attempt, tr)
+        if tr.observation is not None:
+            await self._emit(run.id, attempt.n, tr.observation)
+
+    def _write(self, run: RunRow, attempt: AttemptRow, tr: Transition) -> None:
+        n = attempt.n
+        a = tr.attempt
+        if a is not None:
+            if a.kind == "submitted":
+                self.store.attempt_submitted(run.id, n, a.job_id or "", reconciled=True)
+            elif a.kind == "never_submitted":
+                self.store.attempt_not_submitted(run.id, n, AttemptState.NEVER_SUBMITTED, a.message)
+            elif a.kind == "unknown":
+                self.store.mark_attempt_unknown(run.id, n, a.message)
+            else:
+                self.store.observe_attempt(
+                    run.id,
                     n,
-                    "ended",
-                    f"attempt {n} ended {obs.state.value}"
-                    + (f" exit {obs.exit_code}" if obs.exit_code is not None else "")
-                    + why,
-                    {"state": obs.state.value, "exit_code": obs.exit_code, "exit_code_owed": exit_code_owed},
+                    slurm_state=a.slurm_state,
+                    reason=a.reason,
+                    nodes=a.nodes,
+                    exit_code=a.exit_code,
+                    ended=a.ended,
+                    started=a.started,
+                    unknown_since=a.unknown_since,
                 )
-                log.info(
-                    "job ended",
-                    run_id=run_id,
-                    attempt=n,
-                    state=obs.state.value,
-                    exit_code=obs.exit_code,
-                    **({"exit_code_owed": True} if exit_code_owed else {}),
-                )
-            await self._emit(run_id, n, event)
-
-    async def _emit(self, run_id: str, n: int, event: StateEvent) -> None:
-        run = self.store.get_run(run_id)
-        attempt = self.store.get_attempt(run_id, n)
-        if run is None or attempt is None:
-            return
-        if not self.state_handlers and event.state.is_terminal and attempt.state == AttemptState.ENDED:
-            self._default_end(run, attempt, event)
-        for handler in self.state_handlers:
-            try:
-                await handler(run, attempt, event)
-            except Exception:
-                log.exception("state handler failed", run_id=run_id, attempt=n)
-
-    def _default_end(self, run: RunRow, attempt: AttemptRow, event: StateEvent) -> None:
-        """Without rules attached: completed is completed, anything else stops and waits for a human."""
-        if run.state.is_final or attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
-            return
-        if event.state == JobState.COMPLETED:
-            self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
-        else:
+        if tr.ended:
+            crash_point("after-ended")
+        if tr.notice is not None:
+            self.sink.publish(tr.notice)
+        if tr.run is not None:
             self.store.set_run_state(
                 run.id,
-                RunState.FAILED,
-                reason=f"{event.state.value}"
-                + (f" exit {event.exit_code}" if event.exit_code is not None else ""),
+                tr.run.state,
+                reason=tr.run.reason,
+                next_attempt=tr.run.next_attempt,
+                event=tr.run.event,
+                attempt=n if tr.run.event else None,
             )
+        if tr.history is not None:
+            self.store.add_event(run.id, n, *tr.history)
+        if tr.log is not None:
+            level, message, fields = tr.log
+            getattr(log, level)(message, run_id=run.id, **fields)
+        if tr.wake_scheduler:
+            self.wakeups.scheduler()
 
-    def schedule(self, run_id: str, *, at: float, overrides: AttemptOverrides, reason: str) -> None:
-        self.store.set_run_state(
-            run_id,
-            RunState.BACKOFF,
-            next_action_at=at,
-            next_attempt=overrides.to_dict(),
-            event=("resume-scheduled", reason, json.loads(json.dumps(overrides.to_dict()))),
-        )
-        self._wake_scheduler.set()
+    async def _emit(self, run_id: str, n: int, event: StateEvent) -> None:
+        """Hand a state to the rules (the monitor drains the attempt's logs first); its failure is logged."""
+        run = self.store.get_run(run_id)
+        attempt = self.store.get_attempt(run_id, n)
+        if run is None or attempt is None:
+            return
+        try:
+            await self.on_state(run, attempt, event)
+        except Exception:
+            log.exception("state handler failed", run_id=run_id, attempt=n)
 
     def status_summary(self) -> dict[str, Any]:
         runs = self.store.list_runs()

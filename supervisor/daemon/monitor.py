@@ -14,20 +14,22 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 import structlog
 
+from supervisor.act.actions import Actions
 from supervisor.domain.observations import MetricEvent, StateEvent, Tick
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow
 from supervisor.domain.spec import JobSpec
 from supervisor.rules.engine import Match, MatcherState, RuleSet, feed, load_ruleset, note_files, scan_lines
+from supervisor.service.watchdog import HeartbeatRegistry
+from supervisor.settings import Settings
+from supervisor.slurm.launchers import layout
 from supervisor.slurm.submit import base_log_dir
 from supervisor.store import Store
 from supervisor.watch.fswatch import ChangeSource
@@ -38,65 +40,11 @@ from supervisor.watch.tailer import FileCursor, Follower, TailResult
 from supervisor.watch.tbevents import TensorBoardWatcher, newest_exp_dir
 from supervisor.watch.tbevents import to_metric_events as tb_metric_events
 
-if TYPE_CHECKING:
-    from supervisor.act.actions import Actions
-    from supervisor.daemon.loops import Daemon
-
 log = structlog.get_logger(__name__)
 
 DRAIN_AFTER_END_S = 15.0  # keep reading an ended attempt's files this long: the last lines land late
 REFRESH_EVERY_S = 10.0
-DRIVER_EXITED_RE = re.compile(r"driver exited with code (-?\d+)")  # ray.sub's own line, in slurm-<jobid>.out
-ENDED_STALL_SOURCE = "shepherd-monitor"
-LOG_DIR_RE = re.compile(r"^(?P<job>\d+)(?:-(?P<restart>\d+))?-logs$")
-
-
-def newest_log_dir(names: Iterable[str], job_id: str) -> str | None:
-    """The folder the job writes now: `<jobid>-<restart>-logs/` with the highest restart, or `<jobid>-logs/`.
-
-    Sorting names is wrong here (`-10-` < `-2-` < `-logs`), so the restart count is compared as a number.
-    """
-    best: tuple[int, str] | None = None
-    for name in names:
-        m = LOG_DIR_RE.match(name)
-        if m is None or m.group("job") != job_id:
-            continue
-        restart = int(m.group("restart") or 0)
-        if best is None or restart > best[0]:
-            best = (restart, name)
-    return best[1] if best else None
-
-
-RAY_SUB_STAMP_RE = re.compile(r"\[ray\.sub (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]")
-
-
-def driver_exit_time(tail: str, mtime: float) -> float | None:
-    """When the launcher's last 'driver exited' line says it was written (its own stamp, local time), else
-    the file's mtime; None without such a line. Recovers what a restarted daemon's tailer will not re-read."""
-    found = None
-    for line in tail.splitlines():
-        if "driver exited with code" in line and DRIVER_EXITED_RE.search(line):
-            found = line
-    if found is None:
-        return None
-    stamp = RAY_SUB_STAMP_RE.search(found)
-    if stamp:
-        try:
-            return min(time.mktime(time.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S")), mtime)
-        except (ValueError, OverflowError):
-            pass
-    return mtime
-
-
-def ended_overdue(present: Iterable[str], driver_exited_at: float | None, now: float, after_s: float) -> bool:
-    """NeMo RL #1019: Ray started, the driver exited, ENDED is still missing: the job idles to walltime."""
-    names = set(present)
-    return (
-        driver_exited_at is not None
-        and "STARTED_RAY_HEAD" in names
-        and "ENDED" not in names
-        and now - driver_exited_at >= after_s
-    )
+ENDED_STALL_SOURCE = "shepherd-monitor"  # the source name of the line the ENDED check feeds the rules
 
 
 class StoreCursors:
@@ -142,21 +90,33 @@ class AttemptWatch:
         return (self.run_id, self.n)
 
     def log_dirs(self) -> list[Path]:
-        """`<jobid>-logs/` and, after Slurm requeues, `<jobid>-<restart>-logs/` (NeMo RL's convention)."""
-        return sorted(self.log_base.glob(f"{self.job_id}-*logs")) if self.log_base.is_dir() else []
+        return layout.log_dirs(self.log_base, self.job_id)
 
     def current_log_dir(self) -> Path | None:
-        name = newest_log_dir((d.name for d in self.log_dirs()), self.job_id)
-        return self.log_base / name if name else None
+        return layout.current_log_dir(self.log_base, self.job_id)
 
 
 class Monitor:
-    def __init__(self, daemon: Daemon, actions: Actions, *, clock: Callable[[], float] = time.time) -> None:
-        self.daemon = daemon
-        self.store = daemon.store
+    """Reads what every live attempt writes and hands what the rules make of it to `Actions`."""
+
+    LOOP = "monitor"  # its name for the watchdog
+    ALLOWANCE_S = 60.0  # how long it may stay silent before the watchdog calls it wedged
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        actions: Actions,
+        heartbeats: HeartbeatRegistry,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.settings = settings
         self.actions = actions
+        self.heartbeats = heartbeats
         self.clock = clock
-        w = daemon.settings.watch
+        w = settings.watch
         self.changes = ChangeSource(poll_interval_s=w.poll_interval_s, force_polling=w.force_polling)
         self.follower = Follower(StoreCursors(self.store))
         self.watches: dict[tuple[str, int], AttemptWatch] = {}
@@ -194,7 +154,7 @@ class Monitor:
         w = self.watches.get(key)
         if w is not None or not attempt.job_id:
             return w
-        spec = self.daemon.spec_of(run)
+        spec = run.spec
         try:
             rules = self.ruleset_for(spec)
         except Exception as exc:
@@ -202,7 +162,13 @@ class Monitor:
             rules = load_ruleset()
         st = MatcherState(run_id=run.id, attempt=attempt.n)
         w = AttemptWatch(
-            run.id, attempt.n, attempt.job_id, spec, rules, st, base_log_dir(spec, self.daemon.run_dir(run))
+            run.id,
+            attempt.n,
+            attempt.job_id,
+            spec,
+            rules,
+            st,
+            base_log_dir(spec, self.settings.runs_dir / run.id),
         )
         if spec.trainer_log_dir is not None:
             w.status = StatusReader(spec.trainer_log_dir / "status.json")
@@ -213,7 +179,7 @@ class Monitor:
 
     def _recover_driver_exit(self, w: AttemptWatch) -> float | None:
         """After a restart the tailer resumes past the 'driver exited' line: look for it in the tail."""
-        path = w.log_base / f"slurm-{w.job_id}.out"
+        path = layout.output_file(w.log_base, w.job_id)
         try:
             with path.open("rb") as fh:
                 st = os.fstat(fh.fileno())
@@ -221,14 +187,14 @@ class Monitor:
                 tail = fh.read().decode("utf-8", "replace")
         except OSError:
             return None
-        return driver_exit_time(tail, st.st_mtime)
+        return layout.driver_exit_time(tail, st.st_mtime)
 
     def _refresh_files(self, w: AttemptWatch) -> None:
         w.refreshed_at = self.clock()
         w.tb_rescan = True
-        wanted = {str(w.log_base / f"slurm-{w.job_id}.out")}
+        wanted = {str(layout.output_file(w.log_base, w.job_id))}
         for d in w.log_dirs():
-            wanted |= {str(p) for p in d.glob("ray-*.log")}
+            wanted |= {str(p) for p in d.glob(layout.LOG_GLOB)}
             if str(d) not in self._by_path:
                 self.changes.add(d, is_dir=True)
                 self._by_path[str(d)] = w.key
@@ -312,7 +278,7 @@ class Monitor:
                 w.rules, w.state, batch.texts, name, batch.first_line, now, prefixes=batch.prefixes
             )
             for text in batch.texts:
-                if "driver exited with code" in text and DRIVER_EXITED_RE.search(text):
+                if layout.DRIVER_EXITED in text and layout.DRIVER_EXITED_RE.search(text):
                     w.driver_exited_at = w.driver_exited_at or now
                 if "%|" in text or "it/s]" in text or "s/it]" in text:
                     bar = parse_tqdm(text)
@@ -410,12 +376,12 @@ class Monitor:
         seconds), read on each call so that a settings reload applies to watched attempts too.
         """
         if after_s is None:
-            after_s = self.daemon.settings.watch.ended_overdue_s
+            after_s = self.settings.watch.ended_overdue_s
         if w.ended_alarm or w.state.job_state is None or w.state.job_state.value != "RUNNING":
             return []
         current = w.current_log_dir()
         present = [p.name for p in current.iterdir()] if current is not None and current.is_dir() else []
-        if not ended_overdue(present, w.driver_exited_at, now, after_s):
+        if not layout.ended_overdue(present, w.driver_exited_at, now, after_s):
             return []
         w.ended_alarm = True
         mins = (now - (w.driver_exited_at or now)) / 60
@@ -483,7 +449,7 @@ class Monitor:
 
     async def _change_loop(self) -> None:
         async for paths in self.changes:
-            self.daemon.beat("monitor")
+            self.heartbeats.beat_if_registered(self.LOOP)
             by_watch: dict[tuple[str, int], set[str]] = {}
             for p in paths:
                 key = self._by_path.get(p)
@@ -504,7 +470,7 @@ class Monitor:
     async def _tick_loop(self) -> None:
         last_progress_save = 0.0
         while True:
-            self.daemon.beat("monitor")
+            self.heartbeats.beat_if_registered(self.LOOP)
             try:
                 self.sync()
                 now = self.clock()

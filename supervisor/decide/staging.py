@@ -7,7 +7,7 @@ it; newer checkpoints in the original dir are never touched. The staged dir sits
 it is on the same shared filesystem the job already reads. Later resumes look in the dir the last attempt used
 (its *lineage*, where the trainer wrote new steps) as well as the original.
 
-`place` is pure (listings in, decision out); `resolve` is the thin I/O shell.
+`place` is pure (listings in, decision out); `act/checkpoints.py` is the thin I/O shell that stages.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from supervisor.decide.checkpoints import INFO_FILE, Checkpoint, candidates, discover, list_checkpoint_dir
+from supervisor.decide.checkpoints import Checkpoint, candidates
 
 STEP_RE = re.compile(r"step_\d+")
 
@@ -101,54 +101,9 @@ def fresh_name(existing: Sequence[str], attempt: int) -> str:
     return f"{base}.{k}"
 
 
-def stage(root: Path, source: Path, attempt: int) -> Path:
-    """A new dir under `root` holding one symlink to `source` (a ``step_N``); nothing else is touched."""
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / fresh_name([p.name for p in root.iterdir()], attempt)
-    target.mkdir()
-    (target / source.name).symlink_to(source.resolve(), target_is_directory=True)
-    return target
-
-
 def trainer_dir(original: Path, checkpoint: str | None) -> str | None:
     """The dir to point the trainer at for `checkpoint`: its parent unless that is the spec's own dir."""
     if checkpoint is None:
         return None
     parent = Path(checkpoint).parent
     return None if parent == original else str(parent)
-
-
-def resolve(
-    original: Path,
-    selector: str,
-    *,
-    run_id: str,
-    attempt: int,
-    lineage: str | None = None,
-    metric: str | None = None,
-    higher_is_better: bool = True,
-    keep_top_k: int | None = None,
-) -> tuple[str | None, str]:
-    """(path the next attempt resumes from, why): looks in the original dir and the lineage, stages if needed.
-
-    The returned path is inside the dir the trainer must read (`trainer_dir` gives it): the original dir, the
-    lineage, or a freshly staged dir.
-    """
-    line = Path(lineage) if lineage else original
-    dirs = [line] if line == original else [line, original]
-    found = {str(d): discover(list_checkpoint_dir(d), metric) for d in dirs}
-    p = place(
-        found,
-        selector,
-        lineage=str(line),
-        higher_is_better=higher_is_better,
-        keep_top_k=keep_top_k,
-        exists=lambda d, n: (Path(d) / n / INFO_FILE).is_file(),
-    )
-    if p.checkpoint is None or p.source_dir is None:
-        return None, p.reason
-    source = Path(p.source_dir) / p.checkpoint.name
-    if not p.stage:
-        return str(source), p.reason
-    staged = stage(staged_root(original, run_id), source, attempt)
-    return str(staged / p.checkpoint.name), f"{p.reason}: {staged}"

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from supervisor.domain.jobstate import JobState
+from supervisor.domain.spec import JobSpec
 
 
 class RunState(StrEnum):
@@ -60,6 +62,11 @@ class RunRow:
     @property
     def next_attempt(self) -> dict[str, Any]:
         return dict(json.loads(self.next_attempt_json)) if self.next_attempt_json else {}
+
+    @property
+    def spec(self) -> JobSpec:
+        """The run's spec (validated when it was claimed; decoded once per distinct text)."""
+        return _decode_spec(self.spec_json)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +129,8 @@ class DecisionRow:
     reason: str
     evidence: dict[str, Any]
     outcome: str
+
+
+@lru_cache(maxsize=4096)
+def _decode_spec(spec_json: str) -> JobSpec:
+    return JobSpec.model_validate_json(spec_json)

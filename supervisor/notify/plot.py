@@ -10,11 +10,7 @@ import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+from typing import Any
 
 REWARD_TAGS = ("train/reward_mean", "train/reward", "reward_mean", "reward/mean", "reward")
 REWARD_STD_TAGS = ("train/reward_std", "reward_std", "reward/std")
@@ -48,7 +44,18 @@ def render_curves(points: Sequence[tuple[str, int, float]], out_png: Path, title
         return _render(points, Path(out_png), title)
 
 
+def _pyplot() -> Any:
+    """matplotlib, imported on the first drawing: it is heavy, and most commands never draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _render(points: Sequence[tuple[str, int, float]], out_png: Path, title: str) -> Path:
+    plt = _pyplot()
     series = _series(points)
     reward_tag = _reward_tag(series)
     std_tag = next((t for t in REWARD_STD_TAGS if t in series), None)

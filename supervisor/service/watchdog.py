@@ -145,6 +145,11 @@ class HeartbeatRegistry:
                 return
             self._loops[name] = replace(st, last_beat=self._clock(), idle_until=None)
 
+    def beat_if_registered(self, name: str) -> None:
+        """A beat from a loop that may run before it is registered (start-up, or driven alone in a test)."""
+        if name in self.names:
+            self.beat(name)
+
     def idle(self, name: str, for_s: float) -> None:
         """Healthy without beating for `for_s` from now (e.g. a deliberate long sleep or backoff)."""
         with self._lock:

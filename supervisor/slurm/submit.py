@@ -13,12 +13,13 @@ from pathlib import Path
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.spec import JobSpec
 from supervisor.slurm.client import SubmitRequest
+from supervisor.slurm.launchers import layout
 from supervisor.slurm.parse import make_comment, make_job_name
 
 
 def launch_script() -> Path:
-    """The ray.sub shipped inside the package."""
-    return Path(str(resources.files("supervisor") / "slurm" / "launchers" / "ray.sub"))
+    """The ray.sub shipped in the package (sbatch copies it at submit time: an installed path is fine)."""
+    return Path(str(resources.files("supervisor.slurm.launchers") / "ray.sub"))
 
 
 def base_log_dir(spec: JobSpec, run_dir: Path) -> Path:
@@ -60,7 +61,7 @@ def build_submit_request(
         f"--nodes={s.nodes}",
         "--ntasks-per-node=1",
         f"--cpus-per-task={s.cpus}",
-        f"--output={log_dir}/slurm-%j.out",
+        f"--output={log_dir}/{layout.OUTPUT_PATTERN}",
         "--export=ALL",
     ]
     if spec.workdir is not None:

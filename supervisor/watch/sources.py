@@ -12,9 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from supervisor.domain.runs import RunRow
-from supervisor.domain.spec import JobSpec
-from supervisor.settings import Settings
-from supervisor.store import Store
 from supervisor.watch.metrics import MetricsReader
 from supervisor.watch.tbevents import TensorBoardWatcher, newest_exp_dir
 
@@ -38,13 +35,7 @@ def metric_points(trainer_log_dir: Path) -> list[Point]:
     return [(s.tag, s.step, s.value) for s in TensorBoardWatcher(trainer_log_dir).read()]
 
 
-def run_metric_points(store: Store, settings: Settings, run: RunRow) -> list[Point]:
-    """The run's points; empty when its spec names no `trainer_log_dir` or nothing was written yet.
-
-    `store` and `settings` are accepted so callers need not know where metrics live (a later source,
-    e.g. a snapshot in the store, can be added here without touching them).
-    """
-    spec = JobSpec.model_validate_json(run.spec_json)
-    if spec.trainer_log_dir is None:
-        return []
-    return metric_points(spec.trainer_log_dir)
+def run_metric_points(run: RunRow) -> list[Point]:
+    """The run's points; empty when its spec names no `trainer_log_dir` or nothing was written yet."""
+    log_dir = run.spec.trainer_log_dir
+    return metric_points(log_dir) if log_dir is not None else []

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 
+from supervisor.daemon.compose import build
 from supervisor.daemon.loops import Daemon
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.runs import RunState
@@ -40,6 +41,13 @@ class FakeSlurm(SlurmClient):
         return [o for o in self.accounting if o.job_id in ids]
 
 
+SPEC = '{"name": "r1", "command": ["true"]}'
+
+
+def daemon_of(settings: Settings, store: Store, slurm: FakeSlurm, now: list[float]) -> Daemon:
+    return build(settings, store=store, slurm=slurm, clock=lambda: now[0]).daemon
+
+
 def job(state: JobState, exit_code: int | None = None, source: str = "squeue") -> JobObservation:
     return JobObservation(
         "77",
@@ -60,8 +68,8 @@ def test_an_end_seen_only_by_squeue_is_settled_and_its_exit_code_recorded_when_s
     now = [1000.0]
     store = Store(tmp_path / "s.sqlite3", clock=lambda: now[0])
     slurm = FakeSlurm()
-    daemon = Daemon(Settings(root=tmp_path / "root"), store, slurm, clock=lambda: now[0])
-    store.create_run("r1", "r1", "{}", str(tmp_path / "spec.yaml"))
+    daemon = daemon_of(Settings(root=tmp_path / "root"), store, slurm, now)
+    store.create_run("r1", "r1", SPEC, str(tmp_path / "spec.yaml"))
     store.begin_attempt("r1", lambda n: make_job_name("r1", n), {})
     store.attempt_submitted("r1", 1, "77")
 
@@ -82,7 +90,10 @@ def test_an_end_seen_only_by_squeue_is_settled_and_its_exit_code_recorded_when_s
     poll()
     assert daemon.accounting_down_since is not None
     assert "accounting: sacct unavailable" in daemon.status_line()
-    assert run_state() == RunState.RUNNING  # it waits for sacct first
+    # The rules complete the run on squeue's terminal state at once; the attempt waits for sacct first.
+    assert run_state() == RunState.COMPLETED
+    waiting = store.get_attempt("r1", 1)
+    assert waiting is not None and waiting.ended_at is None
     for _ in range(7):  # 30 s later squeue's word settles it, without the exit code
         poll()
     run = store.get_run("r1")
@@ -111,8 +122,8 @@ def ended_during_outage(tmp_path: Path, now: list[float]) -> tuple[Store, FakeSl
     store = Store(tmp_path / "s.sqlite3", clock=lambda: now[0])
     slurm = FakeSlurm()
     settings = Settings(root=tmp_path / "root")
-    first = Daemon(settings, store, slurm, clock=lambda: now[0])
-    store.create_run("r1", "r1", "{}", str(tmp_path / "spec.yaml"))
+    first = daemon_of(settings, store, slurm, now)
+    store.create_run("r1", "r1", SPEC, str(tmp_path / "spec.yaml"))
     store.begin_attempt("r1", lambda n: make_job_name("r1", n), {})
     store.attempt_submitted("r1", 1, "77")
     slurm.queue = [job(JobState.COMPLETED)]
@@ -126,7 +137,7 @@ def ended_during_outage(tmp_path: Path, now: list[float]) -> tuple[Store, FakeSl
 def test_a_daemon_restarted_during_the_outage_still_records_the_owed_exit_code(tmp_path: Path) -> None:
     now = [1000.0]
     store, slurm, settings = ended_during_outage(tmp_path, now)
-    restarted = Daemon(settings, store, slurm, clock=lambda: now[0])  # the first one was SIGKILLed
+    restarted = daemon_of(settings, store, slurm, now)  # the first one was SIGKILLed
     assert ("r1", 1) in restarted.exit_codes_owed
     slurm.queue = []
     slurm.accounting = [job(JobState.COMPLETED, exit_code=3, source="sacct")]
@@ -141,4 +152,4 @@ def test_exit_codes_owed_for_more_than_a_day_are_no_longer_asked_for_after_a_res
     now = [1000.0]
     store, slurm, settings = ended_during_outage(tmp_path, now)
     now[0] += 2 * 86400
-    assert not Daemon(settings, store, slurm, clock=lambda: now[0]).exit_codes_owed
+    assert not daemon_of(settings, store, slurm, now).exit_codes_owed

@@ -70,8 +70,9 @@ class Daemon:
     def __init__(self, root: Path) -> None:
         self.built: Built = build(Settings(root=root / "root"))
         self.clock = Clock()
-        self.monitor = Monitor(self.built.daemon, self.built.monitor.actions, clock=self.clock)
-        store = self.built.daemon.store
+        b = self.built
+        self.monitor = Monitor(b.store, b.settings, b.actions, b.heartbeats, clock=self.clock)
+        store = b.store
         run, attempt = store.get_run(RUN), store.get_attempt(RUN, 1)
         assert run is not None and attempt is not None
         w = self.monitor.watch_for(run, attempt)

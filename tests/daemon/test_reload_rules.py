@@ -7,7 +7,6 @@ import anyio
 from supervisor.daemon.compose import build
 from supervisor.domain.notices import RunEvent
 from supervisor.domain.spec import JobSpec
-from supervisor.service.reload import Reloader
 from supervisor.settings import Settings
 
 GOOD = """\
@@ -36,14 +35,13 @@ def test_a_bad_rules_file_keeps_the_old_rules_and_alerts(tmp_path: Path) -> None
     rules = tmp_path / "mine.yaml"
     rules.write_text(GOOD)
     rec = Recorder()
-    built = build(Settings(root=tmp_path / "root"), extra_sinks=[rec])
+    built = build(Settings(root=tmp_path / "root"), sinks=[rec])
     spec = JobSpec.model_validate({"name": "x", "command": ["echo"], "rules": {"files": [str(rules)]}})
     before = built.monitor.ruleset_for(spec)
     assert "my-oom" in {r.name for r in before.rules}
 
     rules.write_text(GOOD.replace("priority: 50", "priority: lots"))
-    reloader = Reloader([("rules", built.monitor.reload_rules)], alert=built._alert)
-    result = anyio.run(reloader.reload_now, "test")
+    result = anyio.run(built.reloader.reload_now, "test")
 
     assert not result.all_ok
     assert built.monitor.ruleset_for(spec) is before  # the old rules stay in force
@@ -51,7 +49,7 @@ def test_a_bad_rules_file_keeps_the_old_rules_and_alerts(tmp_path: Path) -> None
     assert "mine.yaml" in alert.title and "priority" in alert.title
 
     rules.write_text(GOOD.replace("MyOOM", "TheirOOM"))
-    assert anyio.run(reloader.reload_now, "test").all_ok
+    assert anyio.run(built.reloader.reload_now, "test").all_ok
     assert built.monitor.ruleset_for(spec) is not before
 
 
@@ -62,11 +60,10 @@ def test_settings_reload_applies_new_cadences_and_keeps_the_old_on_a_bad_file(tm
     toml.write_text("[slurm]\npoll_interval_s = 3.0\n")
     built = build(Settings(root=root))
     toml.write_text("[slurm]\npoll_interval_s = 7.5\n[watch]\npoll_interval_s = 0.5\n")
-    built.reload_settings()
+    assert anyio.run(built.reloader.reload_now, "test").all_ok
     assert built.daemon.settings.slurm.poll_interval_s == 7.5
     assert built.monitor.changes.poll_interval_s == 0.5
 
     toml.write_text("[slurm]\npoll_interval_s = 'soon'\n")
-    reloader = Reloader([("settings", built.reload_settings)], alert=built._alert)
-    assert not anyio.run(reloader.reload_now, "test").all_ok
+    assert not anyio.run(built.reloader.reload_now, "test").all_ok
     assert built.daemon.settings.slurm.poll_interval_s == 7.5  # the old settings stay in force

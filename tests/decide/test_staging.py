@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from supervisor.daemon.monitor import ended_overdue, newest_log_dir
+from supervisor.act.checkpoints import stage, stage_or_choose
 from supervisor.decide.checkpoints import Checkpoint
-from supervisor.decide.staging import fresh_name, place, resolve, stage, trainer_dir
+from supervisor.decide.staging import fresh_name, place, trainer_dir
 from supervisor.slurm.submit import with_checkpoint_dir
 
 ORIG, S = "/ck", "/ck.staged/r/attempt-2"
@@ -76,7 +76,7 @@ def test_resolve_stages_a_link_and_leaves_the_original_dir_alone(tmp_path: Path)
     for step, acc in ((10, 0.2), (20, 0.9), (30, 0.4)):
         write_step(ck, step, acc)
     before = sorted(p.name for p in ck.iterdir())
-    path, _ = resolve(ck, "best", run_id="r1", attempt=2, metric="val:accuracy")
+    path, _ = stage_or_choose(ck, "best", run_id="r1", attempt=2, metric="val:accuracy")
     assert path is not None and Path(path).name == "step_20"
     staged = Path(path).parent
     assert staged == tmp_path / "ck.staged" / "r1" / "attempt-2"
@@ -87,9 +87,13 @@ def test_resolve_stages_a_link_and_leaves_the_original_dir_alone(tmp_path: Path)
     assert trainer_dir(ck, path) == str(staged)
     # Attempt 2 trains in the staged dir; a later `latest` continues there, `best` looks at both dirs.
     write_step(staged, 25, 0.95)
-    path, _ = resolve(ck, "latest", run_id="r1", attempt=3, lineage=str(staged), metric="val:accuracy")
+    path, _ = stage_or_choose(
+        ck, "latest", run_id="r1", attempt=3, lineage=str(staged), metric="val:accuracy"
+    )
     assert path == str(staged / "step_25")
-    path, _ = resolve(ck, "step_30", run_id="r1", attempt=3, lineage=str(staged), metric="val:accuracy")
+    path, _ = stage_or_choose(
+        ck, "step_30", run_id="r1", attempt=3, lineage=str(staged), metric="val:accuracy"
+    )
     assert path is not None and trainer_dir(ck, path) is None  # step_30 is the original's newest: no stage
 
 
@@ -106,19 +110,3 @@ def test_the_checkpoint_dir_override_replaces_the_same_key_or_is_appended() -> N
     want = ["python", "run.py", "checkpointing.checkpoint_dir=/s", "x=1"]
     assert with_checkpoint_dir(argv, tmpl, "/s") == want
     assert with_checkpoint_dir(["t"], ["--ckpt-dir", "{checkpoint_dir}"], "/s") == ["t", "--ckpt-dir", "/s"]
-
-
-def test_the_newest_requeue_folder_is_chosen_by_its_restart_count() -> None:
-    names = ["77-logs", "77-1-logs", "77-2-logs", "77-10-logs", "777-logs", "77-logs.bak"]
-    assert newest_log_dir(names, "77") == "77-10-logs"
-    assert newest_log_dir(["77-logs"], "77") == "77-logs"
-    assert newest_log_dir(["777-3-logs"], "77") is None
-
-
-def test_ended_is_overdue_only_after_ray_started_and_the_driver_exited_long_enough_ago() -> None:
-    started = ["STARTED_RAY_HEAD", "ray-driver.log"]
-    assert ended_overdue(started, driver_exited_at=100.0, now=800.0, after_s=600) is True
-    assert ended_overdue(started, driver_exited_at=100.0, now=500.0, after_s=600) is False
-    assert ended_overdue([*started, "ENDED"], driver_exited_at=100.0, now=800.0, after_s=600) is False
-    assert ended_overdue(started, driver_exited_at=None, now=800.0, after_s=600) is False
-    assert ended_overdue(["ray-driver.log"], driver_exited_at=100.0, now=800.0, after_s=600) is False

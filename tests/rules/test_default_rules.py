@@ -9,7 +9,6 @@ import pytest
 
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.observations import ProgressEvent, StateEvent, Tick
-from supervisor.rules.cli import normalise_line
 from supervisor.rules.engine import (
     Match,
     MatcherState,
@@ -21,6 +20,7 @@ from supervisor.rules.engine import (
     note_files,
 )
 from supervisor.rules.model import render_template
+from supervisor.rules.replay import normalise_line
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +46,3 @@ def test_the_monitor_waits_for_the_ended_overdue_s_setting(tmp_path: Path, monke
     [m] = monitor.check_ended(w, 105.0)
     assert m.rule == "ended-not-written" and "job 7 is RUNNING" in m.excerpt
     assert monitor.check_ended(w, 200.0) == []  # once per attempt
-
-
-def test_a_restarted_daemon_recovers_when_the_driver_exited_from_the_launchers_own_line() -> None:
-    from supervisor.daemon.monitor import driver_exit_time
-
-    tail = (
-        "[ray.sub 2026-11-21 03:10:00] ray head up\n[ray.sub 2026-11-21 03:12:44] driver exited with code 1\n"
-    )
-    stamped = time.mktime(time.strptime("2026-11-21 03:12:44", "%Y-%m-%d %H:%M:%S"))
-    assert driver_exit_time(tail, mtime=stamped + 600) == stamped  # the line's own time, not the last write
-    assert driver_exit_time("driver exited with code 0\n", mtime=123.0) == 123.0  # no stamp: the file's mtime
-    assert driver_exit_time("[ray.sub 2026-11-21 03:10:00] ray head up\n", mtime=123.0) is None

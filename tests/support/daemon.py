@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-SHEPHERD = [sys.executable, "-m", "supervisor.cli.main"]
+SHEPHERD = [sys.executable, "-m", "supervisor.cli"]
 
 
 def wait_for(

@@ -8,18 +8,14 @@ from pathlib import Path
 from tensorboard.compat.proto import event_pb2
 
 from supervisor.domain.runs import RunRow
-from supervisor.settings import Settings
 from supervisor.store import Store
 from supervisor.watch.sources import run_metric_points
 from supervisor.watch.tbevents import frame_record
 
 
-def _run(tmp_path: Path, **spec: object) -> tuple[Store, Settings, RunRow]:
-    settings = Settings(root=tmp_path / "root")
-    settings.ensure_dirs()
-    store = Store(settings.db_path)
-    run = store.create_run("r1", "r", json.dumps({"name": "r", "command": ["true"], **spec}), "spec.yaml")
-    return store, settings, run
+def _run(tmp_path: Path, **spec: object) -> RunRow:
+    store = Store(tmp_path / "s.sqlite3")
+    return store.create_run("r1", "r", json.dumps({"name": "r", "command": ["true"], **spec}), "spec.yaml")
 
 
 def _event(step: int, tag: str, value: float) -> bytes:
@@ -40,8 +36,8 @@ def test_points_come_from_the_newest_exp_dirs_jsonl(tmp_path: Path) -> None:
         + "\n"
         + '{"step": 3, "train/rew'  # a partial line still being written
     )
-    store, settings, run = _run(tmp_path, trainer_log_dir=str(logs))
-    assert run_metric_points(store, settings, run) == [
+    run = _run(tmp_path, trainer_log_dir=str(logs))
+    assert run_metric_points(run) == [
         ("train/reward_mean", 1, 0.1),
         ("train/reward_mean", 2, 0.3),
         ("val/accuracy", 2, 0.5),
@@ -54,15 +50,15 @@ def test_tensorboard_files_are_the_fallback(tmp_path: Path) -> None:
     (tb / "events.out.tfevents.100.host.1.0").write_bytes(
         _event(1, "train/reward_mean", 0.25) + _event(2, "val/accuracy", 0.75)
     )
-    store, settings, run = _run(tmp_path, trainer_log_dir=str(tmp_path / "logs"))
-    assert run_metric_points(store, settings, run) == [
+    run = _run(tmp_path, trainer_log_dir=str(tmp_path / "logs"))
+    assert run_metric_points(run) == [
         ("train/reward_mean", 1, 0.25),
         ("val/accuracy", 2, 0.75),
     ]
 
 
 def test_no_trainer_log_dir_or_nothing_written_gives_no_points(tmp_path: Path) -> None:
-    store, settings, run = _run(tmp_path)
-    assert run_metric_points(store, settings, run) == []
-    store2, settings2, run2 = _run(tmp_path / "b", trainer_log_dir=str(tmp_path / "missing"))
-    assert run_metric_points(store2, settings2, run2) == []
+    run = _run(tmp_path)
+    assert run_metric_points(run) == []
+    run2 = _run(tmp_path / "b", trainer_log_dir=str(tmp_path / "missing"))
+    assert run_metric_points(run2) == []

@@ -20,10 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-GROUPED_KINDS = frozenset({"alert", "related"})  # folded into the run's open incident
-ACTING_KINDS = frozenset({"resumed", "gave_up"})  # a decision: always shown, opens an incident if none
-RESOLVE_NOW_KINDS = frozenset({"completed", "recovered"})
-RESOLVE_STABLE_KINDS = frozenset({"started"})  # resolves once the attempt has stayed up for a while
 ENDED_RUN_STATES = frozenset({"COMPLETED", "CANCELLED", "LOST"})  # GAVE_UP/FAILED still need a human
 
 Step = Literal["open", "update", "repeat", "resolve"]

@@ -50,7 +50,7 @@ from typing import Any
 
 import structlog
 
-from supervisor.domain.notices import LEVELS
+from supervisor.notify.routing import UNBOUNDED_KINDS, IncidentView, held_back, route
 from supervisor.notify.silences import Silences
 from supervisor.notify.slack import blocks as bk
 from supervisor.notify.slack import incidents as inc_
@@ -62,7 +62,6 @@ from supervisor.store import transaction
 log = structlog.get_logger(__name__)
 
 WEBHOOK_CHANNEL = "webhook"
-UNBOUNDED_KINDS = frozenset({"opened", "completed", "gave_up", "command", "digest"})
 _NO_REDACT_KEYS = frozenset({"type", "action_id", "block_id", "style", "value", "emoji"})
 MAX_PERMANENT_ATTEMPTS = 3
 
@@ -180,10 +179,9 @@ class Notifier:
         thread = self.thread(run_id) or self._implicit_thread(run_id)
         if thread is None:
             return None
-        if LEVELS.get(level, 20) < LEVELS.get(thread.level, 20) and kind not in UNBOUNDED_KINDS:
-            return None
-        if self.silenced(run_id, rule) and kind not in UNBOUNDED_KINDS:
-            log.info("slack_silenced", run_id=run_id, kind=kind, rule=rule)
+        why = held_back(kind, level, thread.level, silenced=self.silenced(run_id, rule))
+        if why is not None:
+            log.info("slack_held_back", run_id=run_id, kind=kind, rule=rule, why=why)
             return None
         headline = {
             "kind": kind,
@@ -200,18 +198,24 @@ class Notifier:
         with transaction(self.db) as db:
             self._roll_window(db, thread, now)
             inc = self._open_incident(db, run_id)
-            if kind in inc_.GROUPED_KINDS:
-                item = inc_.entry(kind, title, rule=rule, level=level, parent=parent, needs_human=needs_human)
-                if inc is None:
-                    inc = self._new_incident(db, run_id, headline, now, now + self.timing.group_wait_s)
-                    if self.timing.group_wait_s <= 0:
-                        oid = self._post_incident(db, thread, inc, now)
-                else:
-                    inc.pending.append(item)
-                    inc.events += 1
-                    inc.recovering_since = None  # the trouble goes on
-                    self._save_incident(db, inc)
-            elif kind in inc_.ACTING_KINDS and (inc is None or inc.message_id is None):
+            plan = route(
+                kind,
+                None if inc is None else IncidentView(posted=inc.message_id is not None),
+                group_wait_s=self.timing.group_wait_s,
+            )
+            if plan.kind == "open_incident":
+                inc = self._new_incident(db, run_id, headline, now, now + self.timing.group_wait_s)
+                if plan.post_now:
+                    oid = self._post_incident(db, thread, inc, now)
+            elif plan.kind == "fold":
+                assert inc is not None
+                inc.pending.append(
+                    inc_.entry(kind, title, rule=rule, level=level, parent=parent, needs_human=needs_human)
+                )
+                inc.events += 1
+                inc.recovering_since = None  # the trouble goes on
+                self._save_incident(db, inc)
+            elif plan.kind == "headline":
                 if inc is None:
                     inc = self._new_incident(db, run_id, headline, now, now)
                 else:  # the decision becomes the headline; the alerts it waited on are grouped under it
@@ -230,21 +234,20 @@ class Notifier:
                     inc.events += 1
                 oid = self._post_incident(db, thread, inc, now)
             else:
-                if inc is not None and inc.message_id is None:
-                    # the group wait ends early, so the thread stays in order
+                if plan.flush_waiting and inc is not None:
                     self._post_incident(db, thread, inc, now)
                 oid = self._post_event(db, thread, headline, now, dedupe_key)
-                if inc is not None:
-                    if kind in inc_.ACTING_KINDS:
-                        inc.events += 1
-                        inc.recovering_since = None
-                        self._save_incident(db, inc)
-                    elif kind in inc_.RESOLVE_NOW_KINDS:
-                        why = "the run completed" if kind == "completed" else title
-                        self._resolve_incident(db, thread, inc, why, now)
-                    elif kind in inc_.RESOLVE_STABLE_KINDS:
-                        inc.recovering_since = now
-                        self._save_incident(db, inc)
+                if inc is not None and plan.after == "count":
+                    inc.events += 1
+                    inc.recovering_since = None
+                    self._save_incident(db, inc)
+                elif inc is not None and plan.after == "resolve":
+                    self._resolve_incident(
+                        db, thread, inc, "the run completed" if kind == "completed" else title, now
+                    )
+                elif inc is not None and plan.after == "recovering":
+                    inc.recovering_since = now
+                    self._save_incident(db, inc)
         self._wake()
         return oid
 

@@ -1,4 +1,4 @@
-"""Wiring for the daemon: one call builds the notifier, sender and command front end from settings."""
+"""Slack from settings: the outbox (notifier + sender) first, then the command front end on top of it."""
 
 from __future__ import annotations
 
@@ -28,19 +28,23 @@ class SlackConfigError(Exception):
     """Slack is switched on but a token/URL it needs is missing."""
 
 
-class SlackService:
-    """`notifier` for the daemon's synchronous calls; `run()` as one task in the daemon's task group."""
+class SlackOutbox:
+    """The notifier (synchronous: it only writes outbox rows) and the sender that delivers them.
+
+    Built before anything that publishes, so the daemon's sinks exist before the command front end (which
+    needs the run control, which publishes plots) is built.
+    """
 
     def __init__(
         self,
         db: sqlite3.Connection,
         settings: SlackSettings,
-        control: RunControl,
         *,
         environ: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.time,
         run_state: Callable[[str], str | None] | None = None,
     ) -> None:
+        self.db = db
         self.settings = settings
         add_known_secrets(settings.secrets(environ))
         self.web: AsyncWebClient | None = None
@@ -66,16 +70,33 @@ class SlackService:
             transport = WebApiTransport(self.web, verify_in_flight=settings.verify_in_flight)
         self.notifier = Notifier(db, settings, clock=clock, run_state=run_state)
         self.sender = OutboxSender(db, transport, settings, notifier=self.notifier, clock=clock)
+
+
+class SlackService:
+    """The outbox plus the command front end; `run()` is one task in the daemon's task group."""
+
+    def __init__(
+        self,
+        outbox: SlackOutbox,
+        control: RunControl,
+        *,
+        environ: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        settings = outbox.settings
+        self.settings = settings
+        self.outbox = outbox
+        self.notifier = outbox.notifier
+        self.sender = outbox.sender
         self.handler: CommandHandler | None = None
         self.socket: SocketModeRunner | None = None
         self.http_app = None
-        self._app_token: str | None = None
-        if self.web is not None and settings.mode in ("socket", "http"):
+        if outbox.web is not None and settings.mode in ("socket", "http"):
             policy = AuthPolicy.of(
                 settings.authorised_users, settings.authorised_channels, settings.status_users
             )
             self.handler = CommandHandler(
-                db, policy, control, self.notifier, WebResponder(self.web), clock=clock
+                outbox.db, policy, control, self.notifier, WebResponder(outbox.web), clock=clock
             )
             if settings.mode == "socket":
                 app_token = settings.resolved_app_token(environ)
@@ -84,7 +105,7 @@ class SlackService:
                         f"slack.mode=socket needs an app token (${settings.app_token_env})"
                     )
                 self.socket = SocketModeRunner(
-                    app_token, self.web, self.handler, ping_interval=settings.socket_ping_interval_s
+                    app_token, outbox.web, self.handler, ping_interval=settings.socket_ping_interval_s
                 )
             else:
                 secret = settings.resolved_signing_secret(environ)
@@ -106,7 +127,7 @@ class SlackService:
                 )
 
 
-def build_slack(
+def slack_service(
     db: sqlite3.Connection,
     settings: SlackSettings,
     control: RunControl,
@@ -114,8 +135,7 @@ def build_slack(
     environ: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.time,
     run_state: Callable[[str], str | None] | None = None,
-) -> SlackService | None:
-    """None when Slack is off. `run_state` (a run's state in the store) resolves incidents of ended runs."""
-    if settings.mode == "off":
-        return None
-    return SlackService(db, settings, control, environ=environ, clock=clock, run_state=run_state)
+) -> SlackService:
+    """Outbox and commands in one call, for a control that needs no sink of its own (tests, tools)."""
+    outbox = SlackOutbox(db, settings, environ=environ, clock=clock, run_state=run_state)
+    return SlackService(outbox, control, environ=environ, clock=clock)

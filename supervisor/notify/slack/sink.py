@@ -1,34 +1,35 @@
-"""The daemon's EventSink on Slack: every RunEvent goes to the run's thread through the outbox."""
+"""The daemon's EventSink on Slack: every notice goes to its run's thread through the outbox."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from pathlib import Path
 
 from supervisor.domain.notices import RunEvent
+from supervisor.notify.routing import ThreadTarget, thread_target
 from supervisor.notify.slack.notifier import Notifier
+from supervisor.store import Store
 
 
 class SlackSink:
-    def __init__(
-        self,
-        notifier: Notifier,
-        channel_for: Callable[[str], str | None] = lambda _run: None,
-        level_for: Callable[[str], str | None] = lambda _run: None,
-    ) -> None:
+    def __init__(self, notifier: Notifier, store: Store | None = None) -> None:
         self.notifier = notifier
-        self.channel_for = channel_for
-        self.level_for = level_for  # the run's own notify.level; None: slack.level
+        self.store = store  # where each run's spec says its channel and level
+
+    def target(self, run_id: str) -> ThreadTarget:
+        run = self.store.get_run(run_id) if self.store is not None else None
+        return thread_target(run.spec.notify if run is not None else None)
 
     def publish(self, event: RunEvent) -> None:
         if event.kind == "opened" or self.notifier.thread(event.run_id) is None:
+            target = self.target(event.run_id)
             self.notifier.run_opened(
                 event.run_id,
                 event.fields.get("name", event.run_id),
                 spec_summary=event.fields.get("summary", ""),
                 job_id=event.fields.get("job_id"),
                 log_paths=[p for p in event.fields.get("logs", "").split("\n") if p],
-                channel=self.channel_for(event.run_id),
-                level=self.level_for(event.run_id),
+                channel=target.channel,
+                level=target.level,
             )
             if event.kind == "opened":
                 return
@@ -46,6 +47,4 @@ class SlackSink:
         )
 
     def publish_plot(self, run_id: str, png: str, title: str) -> None:
-        from pathlib import Path
-
         self.notifier.upload_plot(run_id, Path(png), title)

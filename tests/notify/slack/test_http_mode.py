@@ -16,7 +16,7 @@ from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
 from supervisor.notify.slack.handler import audit_log
-from supervisor.notify.slack.service import SlackService
+from supervisor.notify.slack.service import slack_service
 from supervisor.testing.slack_standin import SlackStandin
 from tests.notify.conftest import ALICE, BOB, CHANNEL, FakeControl, make_settings
 
@@ -31,7 +31,7 @@ def control() -> FakeControl:
 
 @pytest.fixture
 async def endpoint(db: sqlite3.Connection, standin: SlackStandin, control: FakeControl) -> AsyncIterator[str]:
-    svc = SlackService(db, make_settings(standin, mode="http", signing_secret=SECRET), control)
+    svc = slack_service(db, make_settings(standin, mode="http", signing_secret=SECRET), control)
     assert svc.http_app is not None
     runner = web.AppRunner(svc.http_app)
     await runner.setup()

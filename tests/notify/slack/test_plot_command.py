@@ -11,12 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.act.control import Controller, DaemonRunControl
+from supervisor.daemon.compose import build
 from supervisor.domain.notices import RunEvent
-from supervisor.notify.sinks import FanOut, LogSink
 from supervisor.notify.slack.handler import audit_log
 from supervisor.notify.slack.service import SlackService
-from supervisor.notify.slack.sink import SlackSink
 from supervisor.settings import Settings
 from supervisor.store import Store
 from supervisor.testing.slack_standin import SlackStandin
@@ -49,20 +47,20 @@ def _write_metrics(log_dir: Path, steps: int = 40) -> None:
 
 @pytest.fixture
 async def daemonish(tmp_path: Path, standin: SlackStandin) -> AsyncIterator[Daemonish]:
-    settings = Settings(root=tmp_path / "root")
+    settings = Settings(root=tmp_path / "root", slack=make_settings(standin))
     settings.ensure_dirs()
     store = Store(settings.db_path)
     _write_metrics(tmp_path / "logs")
     spec = {"name": "gsm8k", "command": ["true"], "trainer_log_dir": str(tmp_path / "logs")}
     store.create_run(RUN, "gsm8k", json.dumps(spec), "spec.yaml")
     store.create_run(EARLY, "early", json.dumps({"name": "early", "command": ["true"]}), "spec.yaml")
-    control = DaemonRunControl(Controller(store, None), settings)  # what service_main.build wires
-    svc = SlackService(store.db, make_settings(standin), control)
-    control.sink = FanOut([LogSink(), SlackSink(svc.notifier)])
+    built = build(settings, store=store)  # the daemon's own wiring of Slack, its sink and run control
+    svc = built.slack
+    assert svc is not None
     task = asyncio.create_task(svc.run())
     await standin.wait_connected()
     for run_id, name in ((RUN, "gsm8k"), (EARLY, "early")):
-        control.sink.publish(RunEvent(run_id, "opened", f"{name} submitted", fields={"name": name}))
+        built.sink.publish(RunEvent(run_id, "opened", f"{name} submitted", fields={"name": name}))
     await eventually(lambda: len(standin.top_level()) == 2)
     try:
         yield Daemonish(store, svc, settings)

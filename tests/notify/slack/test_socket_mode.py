@@ -12,7 +12,7 @@ import pytest
 
 from supervisor.notify.slack import blocks as bk
 from supervisor.notify.slack.handler import audit_log
-from supervisor.notify.slack.service import SlackService
+from supervisor.notify.slack.service import SlackService, slack_service
 from supervisor.testing.slack_standin import SlackStandin
 from tests.notify.conftest import ALICE, BOB, CAROL, CHANNEL, FakeControl, make_settings
 
@@ -34,7 +34,7 @@ def control() -> FakeControl:
 async def service(
     db: sqlite3.Connection, standin: SlackStandin, control: FakeControl
 ) -> AsyncIterator[SlackService]:
-    svc = SlackService(db, make_settings(standin), control)
+    svc = slack_service(db, make_settings(standin), control)
     task = asyncio.create_task(svc.run())
     await standin.wait_connected()
     svc.notifier.run_opened("gsm8k-a", "gsm8k-a", "", "1001")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.rules.cli import normalise_line, rules_check, rules_test
+from supervisor.cli.rules import rules_check, rules_test
+from supervisor.rules.replay import normalise_line
 
 LOG = """\x1b[36m(DTensorPolicyWorker[rank=0] pid=2812, ip=10.0.0.12)\x1b[0m INFO step 3: loss=0.12
 [36m(RayWorkerWrapper pid=88, ip=10.0.0.2)[0m WARNING To avoid out-of-memory errors, lower gpu_memory_utilization

@@ -1,0 +1,105 @@
+"""The checkpoint to resume from, on disk: choose among the spec's (and a staged lineage's) steps, and
+stage a fresh dir when a trainer that always resumes from its newest step must start from another one.
+
+The choice itself is pure (decide/checkpoints.py, decide/staging.py); this module lists dirs and makes
+the staged dir with its link.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from supervisor.decide.checkpoints import INFO_FILE, choose_in_dir, discover, list_checkpoint_dir
+from supervisor.decide.staging import fresh_name, place, staged_root
+from supervisor.domain.runs import RunRow
+from supervisor.domain.spec import JobSpec
+
+
+def newest_checkpoint_step(spec: JobSpec, checkpoint_dir: str | None = None) -> int | None:
+    """The newest complete step in `checkpoint_dir` (a staged dir an attempt trained in) or the spec's dir."""
+    if spec.checkpoint is None:
+        return None
+    where = Path(checkpoint_dir) if checkpoint_dir else spec.checkpoint.dir
+    cps = discover(list_checkpoint_dir(where), spec.checkpoint.metric)
+    return max((c.step for c in cps), default=None)
+
+
+def resolve_checkpoint(
+    spec: JobSpec, selector: str, *, run_id: str = "", attempt: int = 0, lineage: str | None = None
+) -> tuple[str | None, str]:
+    """(path or None, why) for latest / best / step_N among the spec's checkpoints.
+
+    A trainer that resumes by itself (`pass_checkpoint: null`, NeMo RL) gets a staged dir when the choice is
+    not its own newest step (supervisor/staging.py); `lineage` is the dir the last attempt trained in.
+    """
+    if spec.checkpoint is None:
+        return None, "the spec names no checkpoint dir: the trainer resumes by itself"
+    ck = spec.checkpoint
+    if not Path(ck.dir).is_dir():
+        return None, f"the checkpoint dir {ck.dir} is missing (removed?): resuming from scratch"
+    if spec.resume.pass_checkpoint is None and run_id:
+        return stage_or_choose(
+            ck.dir,
+            selector,
+            run_id=run_id,
+            attempt=attempt,
+            lineage=lineage,
+            metric=ck.metric,
+            higher_is_better=ck.higher_is_better,
+            keep_top_k=ck.keep_top_k,
+        )
+    choice, path = choose_in_dir(
+        ck.dir, selector, metric=ck.metric, higher_is_better=ck.higher_is_better, keep_top_k=ck.keep_top_k
+    )
+    return (str(path) if path else None), choice.reason
+
+
+def resolve_checkpoint_for_run(
+    run: RunRow, selector: str, *, attempt: int = 0, lineage: str | None = None
+) -> tuple[str | None, str]:
+    return resolve_checkpoint(run.spec, selector, run_id=run.id, attempt=attempt, lineage=lineage)
+
+
+def stage(root: Path, source: Path, attempt: int) -> Path:
+    """A new dir under `root` holding one symlink to `source` (a ``step_N``); nothing else is touched."""
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / fresh_name([p.name for p in root.iterdir()], attempt)
+    target.mkdir()
+    (target / source.name).symlink_to(source.resolve(), target_is_directory=True)
+    return target
+
+
+def stage_or_choose(
+    original: Path,
+    selector: str,
+    *,
+    run_id: str,
+    attempt: int,
+    lineage: str | None = None,
+    metric: str | None = None,
+    higher_is_better: bool = True,
+    keep_top_k: int | None = None,
+) -> tuple[str | None, str]:
+    """(path the next attempt resumes from, why): looks in the original dir and the lineage, stages if needed.
+
+    The returned path is inside the dir the trainer must read (`trainer_dir` gives it): the original dir, the
+    lineage, or a freshly staged dir.
+    """
+    line = Path(lineage) if lineage else original
+    dirs = [line] if line == original else [line, original]
+    found = {str(d): discover(list_checkpoint_dir(d), metric) for d in dirs}
+    p = place(
+        found,
+        selector,
+        lineage=str(line),
+        higher_is_better=higher_is_better,
+        keep_top_k=keep_top_k,
+        exists=lambda d, n: (Path(d) / n / INFO_FILE).is_file(),
+    )
+    if p.checkpoint is None or p.source_dir is None:
+        return None, p.reason
+    source = Path(p.source_dir) / p.checkpoint.name
+    if not p.stage:
+        return str(source), p.reason
+    staged = stage(staged_root(original, run_id), source, attempt)
+    return str(staged / p.checkpoint.name), f"{p.reason}: {staged}"

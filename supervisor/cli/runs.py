@@ -1,0 +1,242 @@
+"""`shepherd submit`, `status` and `logs`: putting a run in the queue and looking at runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from supervisor.cli.common import (
+    EXIT_ERROR,
+    AddCommand,
+    open_store,
+    run_named,
+    settings_of,
+)
+from supervisor.cli.watch import progress_lines
+from supervisor.domain.runs import RunRow
+from supervisor.domain.spec import check_spec_files, load_spec
+from supervisor.domain.yamlpos import YamlDocumentError
+from supervisor.intake.queue import new_run_id
+from supervisor.notify.silences import RULE_PREFIX, Silences
+from supervisor.settings import Settings
+from supervisor.slurm.launchers import layout
+from supervisor.slurm.submit import base_log_dir
+from supervisor.store import Store
+
+
+def register(add: AddCommand) -> None:
+    s = add("submit", cmd_submit, "validate a spec and queue it; prints the run id")
+    s.add_argument("spec")
+    st = add("status", cmd_status, "show runs, or one run in detail")
+    st.add_argument("run", nargs="?")
+    st.add_argument("--json", action="store_true")
+    lg = add("logs", cmd_logs, "print a run's log (driver log of the newest attempt by default)")
+    lg.add_argument("run")
+    lg.add_argument("--follow", "-f", action="store_true")
+    lg.add_argument("--source", help="part of the file name: head, worker, slurm, driver")
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    settings = settings_of(args)
+    path = Path(args.spec)
+    try:
+        spec = load_spec(path)
+    except (YamlDocumentError, OSError) as exc:
+        print(f"shepherd: invalid spec:\n{exc}", file=sys.stderr)
+        return EXIT_ERROR
+    problems = check_spec_files(spec)
+    if problems:
+        print("shepherd: invalid spec:\n" + "\n".join(f"{path}: {p}" for p in problems), file=sys.stderr)
+        return EXIT_ERROR
+    settings.queue_dir.mkdir(parents=True, exist_ok=True)
+    run_id = new_run_id(spec.name, time.time())
+    tmp = settings.queue_dir / f".{run_id}.yaml.tmp"
+    data = path.read_bytes()
+    if spec.workdir is None:
+        # Like sbatch: a job runs where it was submitted from, unless the spec says otherwise.
+        data = data.rstrip(b"\n") + b"\n" + f"workdir: {json.dumps(str(Path.cwd()))}\n".encode()
+    tmp.write_bytes(data)
+    os.replace(tmp, settings.queue_dir / f"{run_id}.yaml")  # atomic: the daemon never sees half a file
+    print(run_id)
+    return 0
+
+
+# ---- status ------------------------------------------------------------------------------------------------
+def _run_summary(store: Store, run: RunRow) -> dict[str, Any]:
+    attempts = store.attempts(run.id)
+    latest = attempts[-1] if attempts else None
+    return {
+        "id": run.id,
+        "name": run.name,
+        "state": run.state.value,
+        "held": run.held,
+        "slurm_job_id": latest.job_id if latest else None,
+        "slurm_state": latest.slurm_state if latest else None,
+        "pending_reason": latest.reason if latest and latest.slurm_state == "PENDING" else None,
+        "exit_code": latest.exit_code if latest else None,
+        "attempts": len(attempts),
+        "reason": run.final_reason,
+        "next_action_at": run.next_action_at,
+        "created_at": run.created_at,
+    }
+
+
+def _run_detail(store: Store, run: RunRow) -> dict[str, Any]:
+    out = _run_summary(store, run)
+    out["attempt_list"] = [
+        {
+            "n": a.n,
+            "tag": a.tag,
+            "state": a.state.value,
+            "job_id": a.job_id,
+            "slurm_state": a.slurm_state,
+            "reason": a.reason,
+            "exit_code": a.exit_code,
+            "nodes": a.nodes,
+            "checkpoint": a.checkpoint,
+            "submitted_at": a.submitted_at,
+            "started_at": a.started_at,
+            "ended_at": a.ended_at,
+            "overrides": a.overrides,
+        }
+        for a in store.attempts(run.id)
+    ]
+    out["decisions"] = [
+        {
+            "at": d.at,
+            "attempt": d.attempt,
+            "rule": d.rule,
+            "action": d.action,
+            "reason": d.reason,
+            "outcome": d.outcome,
+            "evidence": d.evidence,
+        }
+        for d in store.decisions(run.id)
+    ]
+    out["silences"] = [
+        {"target": s.target, "until": s.until, "by": s.actor}
+        for s in Silences(store.db).active()
+        if s.target in (run.id, run.name) or s.target.startswith(RULE_PREFIX)
+    ]
+    incident = store.open_incident(run.id)
+    out["incident"] = (
+        {"title": incident[0], "events": incident[1], "since": incident[2]} if incident else None
+    )
+    out["events"] = [
+        {"at": e.at, "attempt": e.attempt, "kind": e.kind, "message": e.message} for e in store.events(run.id)
+    ]
+    snap = store.load_progress(run.id)  # the monitor's latest progress and metrics snapshot
+    out["progress"] = {"attempt": snap[0], "at": snap[1], **snap[2]} if snap else None
+    return out
+
+
+def _fmt_time(t: float | None) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t)) if t else "-"
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    settings = settings_of(args)
+    store = open_store(settings)
+    if args.run:
+        detail = _run_detail(store, run_named(store, args.run))
+        if args.json:
+            print(json.dumps(detail, indent=2, default=str))
+            return 0
+        _print_detail(detail)
+        return 0
+    runs = [_run_summary(store, r) for r in store.list_runs()]
+    if args.json:
+        print(json.dumps(runs, indent=2, default=str))
+        return 0
+    if not runs:
+        print("no runs")
+        return 0
+    print(f"{'RUN':<44} {'STATE':<10} {'JOB':>8} {'ATT':>3}  DETAIL")
+    for r in runs:
+        note = r["pending_reason"] or r["reason"] or ""
+        state = r["state"] + ("*" if r["held"] else "")
+        print(f"{r['id']:<44} {state:<10} {r['slurm_job_id'] or '-':>8} {r['attempts']:>3}  {note}")
+    return 0
+
+
+def _print_detail(d: dict[str, Any]) -> None:
+    print(f"run       {d['id']}  ({d['name']})")
+    print(
+        f"state     {d['state']}{' (held)' if d['held'] else ''}"
+        + (f"  — {d['reason']}" if d["reason"] else "")
+    )
+    if d["pending_reason"]:
+        print(f"pending   {d['pending_reason']}")
+    if d["next_action_at"] and d["state"] == "BACKOFF":
+        print(f"next      resubmission at {_fmt_time(d['next_action_at'])}")
+    if d.get("progress"):
+        for i, line in enumerate(progress_lines(d["progress"])):
+            print(f"{'progress' if i == 0 else '':<9} {line}")
+    if d.get("incident"):
+        inc = d["incident"]
+        print(f"incident  open since {_fmt_time(inc['since'])}, {inc['events']} event(s): {inc['title']}")
+    for sil in d.get("silences") or []:
+        print(f"silenced  {sil['target']} until {_fmt_time(sil['until'])} (by {sil['by']}): alerts held back")
+    print("attempts:")
+    for a in d["attempt_list"]:
+        extra = f" exit {a['exit_code']}" if a["exit_code"] is not None else ""
+        ck = f" from {a['checkpoint']}" if a["checkpoint"] else ""
+        print(
+            f"  #{a['n']} job {a['job_id'] or '-'} {a['slurm_state'] or a['state']}{extra}"
+            f"{' on ' + a['nodes'] if a['nodes'] else ''}{ck}"
+        )
+    if d["decisions"]:
+        print("decisions:")
+        for dec in d["decisions"]:
+            print(
+                f"  {_fmt_time(dec['at'])} attempt {dec['attempt']}: {dec['rule']} -> {dec['action']}: "
+                f"{dec['reason']}" + (f" [{dec['outcome']}]" if dec["outcome"] else "")
+            )
+            for line in list(dec["evidence"].get("lines") or [])[-5:]:
+                print(f"      | {str(line)[:160]}")
+    print("events:")
+    for e in d["events"][-15:]:
+        print(f"  {_fmt_time(e['at'])} {e['kind']:<16} {e['message']}")
+
+
+# ---- logs --------------------------------------------------------------------------------------------------
+def log_files(store: Store, settings: Settings, run: RunRow) -> list[Path]:
+    """Every attempt's files, oldest attempt first (the launcher's layout says which)."""
+    base = base_log_dir(run.spec, settings.runs_dir / run.id)
+    return [f for a in store.attempts(run.id) if a.job_id for f in layout.log_files(base, a.job_id)]
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    settings = settings_of(args)
+    store = open_store(settings)
+    run = run_named(store, args.run)
+    files = log_files(store, settings, run)
+    wanted = [f for f in files if args.source in f.name] if args.source else files
+    if not wanted:
+        print(f"shepherd: no log files yet for {run.id}", file=sys.stderr)
+        return EXIT_ERROR
+    # The newest attempt's driver log is what people want; show the others with --source.
+    target = (
+        next((f for f in reversed(wanted) if f.name == layout.DRIVER_LOG), wanted[-1])
+        if not args.source
+        else wanted[-1]
+    )
+    if not target.exists():
+        print(f"shepherd: {target} does not exist yet", file=sys.stderr)
+        return EXIT_ERROR
+    with target.open("rb") as fh:
+        sys.stdout.buffer.write(fh.read())
+        sys.stdout.flush()
+        while args.follow:
+            chunk = fh.read()
+            if chunk:
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.flush()
+            else:
+                time.sleep(0.5)
+    return 0

@@ -98,7 +98,10 @@ class RayCluster:
             ray.init(address=address, log_to_driver=True)
         else:
             log.info("starting local ray", num_cpus=cluster_cfg.num_cpus)
+            # address="local": always a new instance. Without it ray.init() joins the newest cluster that
+            # `ray start` left on this machine (another job's, on a shared node) and then refuses num_cpus.
             ray.init(
+                address="local",
                 num_cpus=cluster_cfg.num_cpus,
                 include_dashboard=False,
                 log_to_driver=True,

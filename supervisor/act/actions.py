@@ -17,25 +17,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import structlog
 
 from supervisor.act.checkpoints import newest_checkpoint_step, resolve_checkpoint
 from supervisor.decide import staging
-from supervisor.decide.checkpoints import STEP_DIR_RE
-from supervisor.decide.policy import AttemptRecord, Decision, PolicyConfig, decide
+from supervisor.decide.history import attempt_records, policy_config
+from supervisor.decide.plan import Alert, Cancel, Complete, GiveUp, Hold, Resume, plan_match
 from supervisor.domain.jobstate import JobState
-from supervisor.domain.notices import Level, RunEvent
+from supervisor.domain.notices import RunEvent
 from supervisor.domain.overrides import AttemptOverrides
-from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow, RunRow, RunState
+from supervisor.domain.runs import AttemptRow, DecisionRow, RunRow, RunState
 from supervisor.domain.spec import JobSpec
 from supervisor.faultpoints import crash_point
 from supervisor.notify.plot import render_curves
 from supervisor.ports import EventSink, Scheduler, SlurmControl
 from supervisor.rules.engine import Evidence, Match, load_ruleset
-from supervisor.rules.model import MissingPlaceholder, render_template
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError
 from supervisor.store import Store
@@ -45,84 +44,6 @@ log = structlog.get_logger(__name__)
 
 UNRECOGNISED = "unrecognised-failure"
 Effects = list[Callable[[], None]]  # a decision's messages, queued when its outcome commits
-
-
-def policy_config(spec: JobSpec) -> PolicyConfig:
-    return PolicyConfig(
-        max_retries=max(0, spec.resume.max_attempts - 1),
-        backoff_base_s=spec.resume.backoff_s,
-        backoff_cap_s=max(spec.resume.backoff_s, spec.resume.backoff_max_s),
-    )
-
-
-def history(
-    store: Store, run_id: str, current: Match | None = None, run_cap: int | None = None
-) -> list[AttemptRecord]:
-    """Each finished attempt as the policy sees it, from the store's attempts and acting decisions.
-
-    `run_cap` is the spec's own budget (resume.max_attempts - 1): a rule may allow fewer retries, never more.
-    """
-    acting: dict[int, dict[str, Any]] = {}
-    for d in store.decisions(run_id):
-        if d.attempt is not None and d.outcome not in ("followup", "ignored"):
-            acting[d.attempt] = {
-                "rule": d.rule,
-                "signature": d.signature,
-                **d.evidence.get("policy", {}),
-            }
-    records = []
-    for a in store.attempts(run_id):
-        if a.state in (AttemptState.NEVER_SUBMITTED,):
-            continue
-        info = acting.get(a.n, {})
-        if current is not None and a.n == current.attempt:
-            info = {
-                "rule": current.rule,
-                "signature": current.signature,
-                "category": current.category,
-                "retryable": current.retryable,
-                "deterministic": current.deterministic,
-                "max_retries": current.max_retries,
-                "ckpt_after": info.get("ckpt_after"),
-            }
-        if not info:
-            continue
-        records.append(
-            AttemptRecord(
-                attempt=a.n,
-                category=str(info.get("category", "failure")),
-                started_at=a.started_at,
-                ended_at=a.ended_at or time.time(),
-                rule=info.get("rule"),
-                signature=info.get("signature"),
-                retryable=bool(info.get("retryable", True)),
-                deterministic=bool(info.get("deterministic", False)),
-                max_retries=_capped(info, run_cap),
-                checkpoint_before=_step_at_submit(a.overrides),
-                checkpoint_after=info.get("ckpt_after"),
-            )
-        )
-    return records
-
-
-def _step_at_submit(overrides: dict[str, Any]) -> int | None:
-    """A staged attempt's newest step at submission is the step it was staged from, not the original dir's."""
-    if overrides.get("checkpoint_dir") and overrides.get("checkpoint"):
-        m = STEP_DIR_RE.match(Path(str(overrides["checkpoint"])).name)
-        if m is not None:
-            return int(m.group(1))
-    step = overrides.get("ckpt_step_at_submit")
-    return int(step) if step is not None else None
-
-
-def _capped(info: dict[str, Any], run_cap: int | None) -> int | None:
-    own = info.get("max_retries")
-    if own is None and run_cap is not None:
-        base = PolicyConfig()
-        own = base.deterministic_max_retries if info.get("deterministic") else base.max_retries
-    if own is None:
-        return None
-    return min(int(own), run_cap) if run_cap is not None else int(own)
 
 
 class Actions:
@@ -334,48 +255,50 @@ class Actions:
     async def _carry_out(
         self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, effects: Effects
     ) -> str:
-        ctx = m.template_context(attempt.job_id or "", self._spec_context(spec))
+        """Carry out the plan decide/plan.py makes of the match; returns the outcome in words."""
+        cfg = policy_config(spec)
+        past = attempt_records(
+            self.store.attempts(run.id),
+            self.store.decisions(run.id),
+            now=self.clock(),
+            current=m,
+            run_cap=cfg.max_retries,
+        )
+        plan = plan_match(
+            m,
+            past,
+            cfg,
+            now=self.clock(),
+            context=m.template_context(attempt.job_id or "", self._spec_context(spec)),
+            default_checkpoint=spec.resume.checkpoint,
+        )
         outcomes: list[str] = []
-        alert_text = ""
-        alert_level: Level = "warning"
-        for action in m.actions:
-            if action.alert is not None:
-                alert_level = action.alert.level
-                try:
-                    alert_text = render_template(action.alert.message, ctx)
-                except MissingPlaceholder as exc:
-                    alert_text = f"{run.id}: {m.rule}: {m.reason} (bad template: {exc})"
-        for action in m.actions:
-            if action.resume is not None:
+        for effect in plan.effects:
+            if isinstance(effect, Resume):
+                outcomes.append(await self._resume(run, attempt, m, spec, effect, plan.alert_text, effects))
+            elif isinstance(effect, GiveUp):
                 outcomes.append(
-                    await self._resume(run, attempt, m, spec, action.resume, ctx, alert_text, effects)
+                    await self._give_up(run, attempt, effect.reason, m, effects, alert_text=plan.alert_text)
                 )
-            elif action.give_up is not None:
-                outcomes.append(
-                    await self._give_up(
-                        run, attempt, action.give_up.reason or m.reason, m, effects, alert_text=alert_text
-                    )
-                )
-            elif action.cancel is not None:
+            elif isinstance(effect, Cancel):
                 outcomes.append(await self._cancel(run, attempt, m))
-            elif action.hold is not None:
+            elif isinstance(effect, Hold):
                 outcomes.append(await self._hold(run, attempt, m))
-        if alert_text and not any(("resuming" in o or "gave up" in o) for o in outcomes):
-            level: Level = "info" if m.category == "completed" else alert_level
-            alert = RunEvent(
-                run.id,
-                "completed" if m.category == "completed" else "alert",
-                alert_text,
-                level=level,
-                excerpt="\n".join(m.evidence.lines[-20:]) or None,
-                rule=m.rule,
-                needs_human=level == "error",
-            )
-            effects.append(lambda: self.notify(alert))
-            outcomes.append("alerted")
-        if m.category == "completed" and not outcomes[:-1]:
-            self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
-            self.plot(run, effects)
+            elif isinstance(effect, Alert):
+                alert = RunEvent(
+                    run.id,
+                    effect.kind,
+                    plan.alert_text,
+                    level=effect.level,
+                    excerpt="\n".join(m.evidence.lines[-20:]) or None,
+                    rule=m.rule,
+                    needs_human=effect.level == "error",
+                )
+                effects.append(partial(self.notify, alert))
+                outcomes.append("alerted")
+            elif isinstance(effect, Complete):
+                self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
+                self.plot(run, effects)
         return "; ".join(outcomes) or "recorded"
 
     def _spec_context(self, spec: JobSpec) -> dict[str, str]:
@@ -402,56 +325,34 @@ class Actions:
         attempt: AttemptRow,
         m: Match,
         spec: JobSpec,
-        action: Any,
-        ctx: dict[str, str],
+        plan: Resume,
         alert_text: str,
         effects: Effects,
     ) -> str:
-        cfg = policy_config(spec)
-        decision: Decision = decide(history(self.store, run.id, m, cfg.max_retries), self.clock(), cfg)
-        if decision.action != "resume":
-            return await self._give_up(run, attempt, decision.reason, m, effects, alert_text=alert_text)
-        selector = action.from_ if action.from_ != "latest" else spec.resume.checkpoint
         prev = AttemptOverrides.from_dict(attempt.overrides)
         ckpt, why = resolve_checkpoint(
-            spec, selector, run_id=run.id, attempt=attempt.n + 1, lineage=prev.checkpoint_dir
+            spec, plan.selector, run_id=run.id, attempt=attempt.n + 1, lineage=prev.checkpoint_dir
         )
-        env = {}
-        missing = []
-        for key, tmpl in action.env.items():
-            try:
-                env[key] = render_template(tmpl, ctx)
-            except MissingPlaceholder as exc:
-                missing.append(f"{key} ({exc})")
-        if missing:
-            return await self._give_up(
-                run,
-                attempt,
-                f"{m.rule} needs {', '.join(missing)} in the spec to apply its fix",
-                m,
-                effects,
-                alert_text=alert_text,
-            )
         exclude = set(prev.exclude)
-        node = await self._failing_node(m, attempt) if action.exclude_node else None
+        node = await self._failing_node(m, attempt) if plan.exclude_node else None
         if node:
             exclude.add(node)
         overrides = AttemptOverrides(
             checkpoint=ckpt,
             checkpoint_dir=staging.trainer_dir(spec.checkpoint.dir, ckpt) if spec.checkpoint else None,
-            env={**prev.env, **env},
-            sbatch_args=tuple(dict.fromkeys([*prev.sbatch_args, *action.sbatch_args])),
+            env={**prev.env, **plan.env},
+            sbatch_args=tuple(dict.fromkeys([*prev.sbatch_args, *plan.sbatch_args])),
             exclude=tuple(sorted(exclude)),
             reason=f"{m.rule}: {m.reason}",
         )
         stopped = await self._stop_job(attempt)
-        at = max(decision.at, self.clock())
-        changes = [f"{k}={v}" for k, v in env.items()]
+        at = max(plan.at, self.clock())
+        changes = [f"{k}={v}" for k, v in plan.env.items()]
         if node:
             changes.append(f"--exclude={node}")
-        changes += list(action.sbatch_args)
+        changes += list(plan.sbatch_args)
         what = f"resuming from {Path(ckpt).name}" if ckpt else f"resuming without a checkpoint ({why})"
-        detail = f"{what} in {max(0.0, at - self.clock()):.0f}s; {decision.reason}" + (
+        detail = f"{what} in {max(0.0, at - self.clock()):.0f}s; {plan.why}" + (
             f"; changed: {', '.join(changes)}" if changes else ""
         )
         self.scheduler.schedule(run.id, at=at, overrides=overrides, reason=f"{m.rule}: {detail}")

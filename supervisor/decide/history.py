@@ -1,0 +1,99 @@
+"""A run's past as the resume policy sees it: its attempts and the decisions taken about them, turned
+into `AttemptRecord`s (pure: rows in, records out)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from supervisor.decide.checkpoints import STEP_DIR_RE
+from supervisor.decide.policy import AttemptRecord, PolicyConfig
+from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow
+from supervisor.domain.spec import JobSpec
+from supervisor.rules.engine import Match
+
+
+def policy_config(spec: JobSpec) -> PolicyConfig:
+    """The spec's resume budget and backoff as the policy's settings."""
+    return PolicyConfig(
+        max_retries=max(0, spec.resume.max_attempts - 1),
+        backoff_base_s=spec.resume.backoff_s,
+        backoff_cap_s=max(spec.resume.backoff_s, spec.resume.backoff_max_s),
+    )
+
+
+def attempt_records(
+    attempts: Sequence[AttemptRow],
+    decisions: Sequence[DecisionRow],
+    *,
+    now: float,
+    current: Match | None = None,
+    run_cap: int | None = None,
+) -> list[AttemptRecord]:
+    """Each finished attempt as the policy sees it, from a run's attempts and acting decisions.
+
+    `current` is the match being decided (its attempt has no decision yet); `run_cap` is the spec's own
+    budget (resume.max_attempts - 1): a rule may allow fewer retries, never more.
+    """
+    acting: dict[int, dict[str, Any]] = {}
+    for d in decisions:
+        if d.attempt is not None and d.outcome not in ("followup", "ignored"):
+            acting[d.attempt] = {
+                "rule": d.rule,
+                "signature": d.signature,
+                **d.evidence.get("policy", {}),
+            }
+    records = []
+    for a in attempts:
+        if a.state in (AttemptState.NEVER_SUBMITTED,):
+            continue
+        info = acting.get(a.n, {})
+        if current is not None and a.n == current.attempt:
+            info = {
+                "rule": current.rule,
+                "signature": current.signature,
+                "category": current.category,
+                "retryable": current.retryable,
+                "deterministic": current.deterministic,
+                "max_retries": current.max_retries,
+                "ckpt_after": info.get("ckpt_after"),
+            }
+        if not info:
+            continue
+        records.append(
+            AttemptRecord(
+                attempt=a.n,
+                category=str(info.get("category", "failure")),
+                started_at=a.started_at,
+                ended_at=a.ended_at or now,
+                rule=info.get("rule"),
+                signature=info.get("signature"),
+                retryable=bool(info.get("retryable", True)),
+                deterministic=bool(info.get("deterministic", False)),
+                max_retries=_capped(info, run_cap),
+                checkpoint_before=_step_at_submit(a.overrides),
+                checkpoint_after=info.get("ckpt_after"),
+            )
+        )
+    return records
+
+
+def _step_at_submit(overrides: dict[str, Any]) -> int | None:
+    """A staged attempt's newest step at submission is the step it was staged from, not the original dir's."""
+    if overrides.get("checkpoint_dir") and overrides.get("checkpoint"):
+        m = STEP_DIR_RE.match(Path(str(overrides["checkpoint"])).name)
+        if m is not None:
+            return int(m.group(1))
+    step = overrides.get("ckpt_step_at_submit")
+    return int(step) if step is not None else None
+
+
+def _capped(info: dict[str, Any], run_cap: int | None) -> int | None:
+    own = info.get("max_retries")
+    if own is None and run_cap is not None:
+        base = PolicyConfig()
+        own = base.deterministic_max_retries if info.get("deterministic") else base.max_retries
+    if own is None:
+        return None
+    return min(int(own), run_cap) if run_cap is not None else int(own)

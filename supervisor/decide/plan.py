@@ -1,0 +1,143 @@
+"""What a rule match does, as data: the match, the run's history and the spec's settings in, the effects
+to carry out out (resume with a fix, give up, cancel, hold, alert, complete), so every outcome of a rule
+is unit-tested without Slurm, files or SQLite; `act/actions.py` carries them out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from supervisor.decide.policy import AttemptRecord, PolicyConfig, decide
+from supervisor.domain.notices import Level
+from supervisor.rules.engine import Match
+from supervisor.rules.model import MissingPlaceholder, ResumeAction, render_template
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Submit the next attempt at `at` from the checkpoint `selector` names, with the rule's fix."""
+
+    selector: str  # latest | best | step_N
+    at: float
+    why: str  # the policy's reason (budget, backoff)
+    env: Mapping[str, str] = field(default_factory=dict)
+    sbatch_args: tuple[str, ...] = ()
+    exclude_node: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GiveUp:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """Tell people (the rule's own message) when no resume or give-up says it already."""
+
+    kind: Literal["alert", "completed"]
+    level: Level
+
+
+@dataclass(frozen=True, slots=True)
+class Complete:
+    """The run is done: mark it completed and post its curves."""
+
+
+Effect = Resume | GiveUp | Cancel | Hold | Alert | Complete
+STEERING = (Resume, GiveUp, Cancel, Hold)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    effects: tuple[Effect, ...]
+    alert_text: str = ""  # the rule's rendered alert message ("" when it has none)
+
+
+def alert_message(m: Match, context: Mapping[str, str]) -> tuple[str, Level]:
+    """The rule's alert text (rendered) and level; a template naming something unknown still alerts."""
+    text = ""
+    level_: Level = "warning"
+    for action in m.actions:
+        if action.alert is not None:
+            level_ = action.alert.level
+            try:
+                text = render_template(action.alert.message, dict(context))
+            except MissingPlaceholder as exc:
+                text = f"{m.run_id}: {m.rule}: {m.reason} (bad template: {exc})"
+    return text, level_
+
+
+def plan_match(
+    m: Match,
+    history: Sequence[AttemptRecord],
+    cfg: PolicyConfig,
+    *,
+    now: float,
+    context: Mapping[str, str],
+    default_checkpoint: str = "latest",
+) -> Plan:
+    """The effects of `m`'s actions, in order.
+
+    `history` ends with the attempt `m` belongs to (see decide/history.py); `context` fills the rule's
+    templates (`{run}`, `{spec.shared_cache_dir}`...); `default_checkpoint` is the spec's `resume.checkpoint`,
+    used where a rule says `from: latest`.
+    """
+    alert_text, alert_level = alert_message(m, context)
+    effects: list[Effect] = []
+    for action in m.actions:
+        if action.resume is not None:
+            effects.append(_resume(m, action.resume, history, cfg, now, context, default_checkpoint))
+        elif action.give_up is not None:
+            effects.append(GiveUp(action.give_up.reason or m.reason))
+        elif action.cancel is not None:
+            effects.append(Cancel())
+        elif action.hold is not None:
+            effects.append(Hold())
+    if alert_text and not any(isinstance(e, Resume | GiveUp) for e in effects):
+        completed = m.category == "completed"
+        effects.append(Alert("completed" if completed else "alert", "info" if completed else alert_level))
+    if m.category == "completed" and not any(isinstance(e, STEERING) for e in effects):
+        effects.append(Complete())
+    return Plan(tuple(effects), alert_text)
+
+
+def _resume(
+    m: Match,
+    action: ResumeAction,
+    history: Sequence[AttemptRecord],
+    cfg: PolicyConfig,
+    now: float,
+    context: Mapping[str, str],
+    default_checkpoint: str,
+) -> Resume | GiveUp:
+    decision = decide(history, now, cfg)
+    if decision.action != "resume":
+        return GiveUp(decision.reason)
+    env: dict[str, str] = {}
+    missing = []
+    for key, tmpl in action.env.items():
+        try:
+            env[key] = render_template(tmpl, dict(context))
+        except MissingPlaceholder as exc:
+            missing.append(f"{key} ({exc})")
+    if missing:
+        return GiveUp(f"{m.rule} needs {', '.join(missing)} in the spec to apply its fix")
+    return Resume(
+        selector=action.from_ if action.from_ != "latest" else default_checkpoint,
+        at=max(decision.at, now),
+        why=decision.reason,
+        env=env,
+        sbatch_args=tuple(action.sbatch_args),
+        exclude_node=action.exclude_node,
+    )

@@ -1,0 +1,137 @@
+"""What a rule match does, as data: the effects decide/plan.py returns for each kind of rule and history.
+
+Pure: rules are built in memory, the history is a list of records, nothing touches Slurm, files or SQLite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from supervisor.decide.plan import Alert, Cancel, Complete, GiveUp, Hold, Resume, plan_match
+from supervisor.decide.policy import AttemptRecord, PolicyConfig
+from supervisor.rules.engine import Evidence, Match
+from supervisor.rules.model import Action
+
+NOW = 10_000.0
+
+
+def match(*actions: dict[str, Any], category: str = "failure", rule: str = "nccl-error") -> Match:
+    return Match(
+        rule=rule,
+        run_id="run-1",
+        attempt=2,
+        priority=50,
+        category=category,
+        actions=tuple(Action.model_validate(a) for a in actions),
+        evidence=Evidence(source="ray-driver.log", first_line=7, lines=("NCCL error",), match_line=7),
+        signature=f"{rule}:x",
+        reason=f"{rule}: something broke",
+    )
+
+
+def failures(n: int, *, category: str = "failure", wrote_checkpoint: bool = False) -> list[AttemptRecord]:
+    """`n` attempts that each failed the same way an hour apart, the last one ending at NOW - 10."""
+    out = []
+    for i in range(1, n + 1):
+        end = NOW - 10 - (n - i) * 3600
+        out.append(
+            AttemptRecord(
+                attempt=i,
+                category=category,
+                started_at=end - 600,
+                ended_at=end,
+                rule="nccl-error",
+                signature=f"nccl-error:{i}",
+                checkpoint_before=(i - 1) * 10 if wrote_checkpoint else None,
+                checkpoint_after=i * 10 if wrote_checkpoint else None,
+            )
+        )
+    return out
+
+
+def plan(m: Match, history: Sequence[AttemptRecord], **kw: Any) -> tuple[Any, ...]:
+    context = {"run": m.run_id, "rule": m.rule, "reason": m.reason, "excerpt": "NCCL error"} | kw.pop(
+        "context", {}
+    )
+    return plan_match(m, history, PolicyConfig(), now=NOW, context=context, **kw).effects
+
+
+def test_a_retryable_failure_within_budget_resumes_after_the_backoff_with_the_rules_fix() -> None:
+    m = match(
+        {"resume": {"from": "latest", "env": {"NCCL_IB_DISABLE": "1"}, "exclude_node": True}},
+        {"alert": {"level": "warning", "message": "{run}: {rule}"}},
+    )
+    (effect,) = plan(m, failures(1))
+    assert isinstance(effect, Resume)
+    assert effect.selector == "latest" and effect.env == {"NCCL_IB_DISABLE": "1"} and effect.exclude_node
+    assert effect.at == NOW - 10 + 60  # one failure: the base backoff from when it ended
+    assert "budget 2/3 left" in effect.why
+
+
+def test_the_resume_is_said_by_the_resume_itself_so_no_separate_alert_is_planned() -> None:
+    m = match({"resume": {}}, {"alert": {"level": "error", "message": "{run} failed"}})
+    result = plan_match(m, failures(1), PolicyConfig(), now=NOW, context={"run": "run-1"})
+    assert [type(e) for e in result.effects] == [Resume]
+    assert result.alert_text == "run-1 failed"
+
+
+def test_from_latest_means_the_specs_own_checkpoint_choice_and_best_stays_best() -> None:
+    (latest,) = plan(match({"resume": {"from": "latest"}}), failures(1), default_checkpoint="best")
+    (best,) = plan(match({"resume": {"from": "best"}}), failures(1), default_checkpoint="latest")
+    assert isinstance(latest, Resume) and latest.selector == "best"
+    assert isinstance(best, Resume) and best.selector == "best"
+
+
+def test_a_spent_budget_turns_the_resume_into_a_give_up_with_the_policys_reason() -> None:
+    (effect,) = plan(match({"resume": {}}, {"alert": {"level": "error"}}), failures(4))
+    assert isinstance(effect, GiveUp) and "retry budget spent" in effect.reason
+
+
+def test_a_fix_that_needs_something_the_spec_lacks_gives_up_and_says_what() -> None:
+    m = match({"resume": {"env": {"HF_HOME": "{spec.shared_cache_dir}/hf"}}}, rule="hf-cache-not-shared")
+    (effect,) = plan(m, failures(1))
+    assert isinstance(effect, GiveUp)
+    assert "hf-cache-not-shared needs HF_HOME" in effect.reason and "shared_cache_dir" in effect.reason
+    (fixed,) = plan(m, failures(1), context={"spec.shared_cache_dir": "/shared"})
+    assert isinstance(fixed, Resume) and fixed.env == {"HF_HOME": "/shared/hf"}
+
+
+def test_a_time_limit_after_a_new_checkpoint_continues_the_chain_at_once() -> None:
+    (effect,) = plan(
+        match({"resume": {}}, category="time_limit"),
+        failures(3, category="time_limit", wrote_checkpoint=True),
+    )
+    assert isinstance(effect, Resume) and effect.at == NOW and "budget untouched" in effect.why
+
+
+def test_give_up_cancel_and_hold_are_planned_as_the_rule_lists_them() -> None:
+    effects = plan(match({"cancel": {}}, {"hold": {}}, {"give_up": {"reason": "deterministic data bug"}}), [])
+    assert effects == (Cancel(), Hold(), GiveUp("deterministic data bug"))
+    (default,) = plan(match({"give_up": {}}), [])
+    assert default == GiveUp("nccl-error: something broke")
+
+
+def test_an_alert_only_rule_alerts_at_its_level_and_a_hold_does_not_silence_it() -> None:
+    assert plan(match({"alert": {"level": "error", "message": "x"}}), []) == (Alert("alert", "error"),)
+    assert plan(match({"hold": {}}, {"alert": {"level": "warning", "message": "x"}}), []) == (
+        Hold(),
+        Alert("alert", "warning"),
+    )
+
+
+def test_a_completed_run_is_completed_and_announced_at_info_level() -> None:
+    m = match(
+        {"alert": {"level": "warning", "message": "{run}: completed."}},
+        category="completed",
+        rule="run-completed",
+    )
+    assert plan(m, []) == (Alert("completed", "info"), Complete())
+    assert plan(match(category="completed", rule="run-completed"), []) == (Complete(),)
+
+
+def test_an_alert_whose_placeholder_has_no_value_still_alerts_with_the_rule_and_reason() -> None:
+    m = match({"alert": {"level": "error", "message": "{run} on {node}"}})
+    result = plan_match(m, [], PolicyConfig(), now=NOW, context={"run": "run-1"})
+    assert result.effects == (Alert("alert", "error"),)
+    assert result.alert_text.startswith("run-1: nccl-error: nccl-error: something broke (bad template")

@@ -1,4 +1,4 @@
-"""Pure parts: config, retention ranking, atomic writes, rewards, tokenizer, sampling, cache checks."""
+"""Pure parts: config, retention ranking, atomic writes, tokenizer, sampling, cache checks."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from trainer.faults import attempt_from_env, fault_armed
 from trainer.generation.base import sample_seed
 from trainer.generation.torch_backend import TorchGenerationBackend
 from trainer.models import ModelSpec
-from trainer.tasks import PromptSource, build_task, exact_match, partial_credit
 from trainer.tokenizer import CharTokenizer
 from trainer.workers.policy import pack_batch
 
@@ -124,14 +123,7 @@ def test_finalize_renames_tmp_to_step(tmp_path: Path) -> None:
     assert not tmp.exists()
 
 
-# -- tasks, tokenizer, rewards -------------------------------------------------------------------------------
-
-
-def test_rewards() -> None:
-    assert exact_match(" cba", "cba") == 1.0
-    assert exact_match("cb", "cba") == 0.0
-    assert partial_credit("cbx", "cba") == pytest.approx(2 / 3)
-    assert partial_credit("7x", "7") == pytest.approx(0.5)
+# -- tokenizer ------------------------------------------------------------------------------------------
 
 
 def test_char_tokenizer_round_trip_stops_at_eos() -> None:
@@ -141,28 +133,6 @@ def test_char_tokenizer_round_trip_stops_at_eos() -> None:
     assert tok.decode([*ids[1:], tok.eos_id, 3]) == "ab>"
     with pytest.raises(ValueError):
         tok.encode("z")
-
-
-def test_prompt_source_state_round_trips(tmp_path: Path) -> None:
-    cfg = load_config(None, ["data.task=reverse"])
-    task = build_task(cfg.data)
-    a = PromptSource(task, 1)
-    a.next_batch(5)
-    state = a.state_dict()
-    b = PromptSource(task, 999)
-    b.load_state_dict(state)
-    assert a.next_batch(4) == b.next_batch(4)
-
-
-def test_jsonl_task_reads_prompts_and_answers(tmp_path: Path) -> None:
-    f = tmp_path / "train.jsonl"
-    f.write_text('{"prompt": "2+2=", "answer": "4"}\n{"input": "1+1=", "output": 2}\n')
-    cfg = load_config(None, ["data.task=jsonl", f"data.train_jsonl_fpath={f}"])
-    task = build_task(cfg.data)
-    src = PromptSource(task, 0)
-    got = {e.prompt: e.answer for e in src.next_batch(4)}
-    assert got == {"2+2=": "4", "1+1=": "2"}
-    assert src.epoch == 1
 
 
 # -- sampling ------------------------------------------------------------------------------------------

@@ -18,9 +18,10 @@ import structlog
 import torch
 
 from trainer import checkpoint as ckpt
-from trainer import faults, grpo
+from trainer import grpo
 from trainer.cache_hygiene import check_caches
 from trainer.config import TrainerConfig, config_hash, dump_yaml, parse_duration
+from trainer.faults import FaultPlan, attempt_from_env
 from trainer.generation import sample_seed
 from trainer.models import ModelSpec
 from trainer.tasks import PromptSource, Task, build_task
@@ -88,6 +89,7 @@ class Trainer:
         self.log_dir = Path(cfg.logger.log_dir).resolve()
         self.ckpt_dir = Path(cfg.checkpointing.checkpoint_dir).resolve()
         self.stop = StopFlag()
+        self.faults = FaultPlan(None)
         self.status: StatusFile | None = None
         self.metrics: MetricsLogger | None = None
         self.cluster: RayCluster | None = None
@@ -250,7 +252,7 @@ class Trainer:
         self.status.update(phase_done=len(self.val_set))
         return {"val/accuracy": acc, "val/reward_mean": rew}
 
-    def _train_step(self, step: int, fault_kind: str | None) -> dict[str, float]:
+    def _train_step(self, step: int) -> dict[str, float]:
         cfg, status = self.cfg, self.status
         assert status is not None
         g = cfg.grpo.num_generations_per_prompt
@@ -265,9 +267,8 @@ class Trainer:
         )
         examples = self.source.next_batch(cfg.grpo.num_prompts_per_step)
         prompts = [self.tok.encode(e.prompt) for e in examples for _ in range(g)]
-        tokens, sampler_lps = self._generate(
-            step, prompts, greedy=False, bar_phase="generating", hang=fault_kind == "hang"
-        )
+        hang = self.faults.at(step, "rollout") is not None
+        tokens, sampler_lps = self._generate(step, prompts, greedy=False, bar_phase="generating", hang=hang)
         t_gen = time.perf_counter()
 
         answers = [e.answer for e in examples for _ in range(g)]
@@ -283,7 +284,8 @@ class Trainer:
 
         status.update(state="training", phase="training", phase_done=0, phase_total=1, rate=None)
         world = len(self.policy)
-        shards = [(shard_batch(batch, r, world), global_tokens, step, fault_kind) for r in range(world)]
+        fault = self.faults.at(step, "train")
+        shards = [(shard_batch(batch, r, world), global_tokens, step, fault) for r in range(world)]
         train = self.policy.call("train_step", per_worker=shards)[0]
         t_train = time.perf_counter()
         self._sync_weights()
@@ -308,7 +310,7 @@ class Trainer:
         return metrics
 
     # -- checkpointing -----------------------------------------------------------------------------------
-    def _save(self, step: int, metrics: dict[str, float], fault_kind: str | None) -> Path:
+    def _save(self, step: int, metrics: dict[str, float]) -> Path:
         assert self.status is not None
         self.status.update(
             state="checkpointing", phase="checkpointing", phase_done=0, phase_total=1, rate=None
@@ -332,9 +334,7 @@ class Trainer:
         torch.save({"prompt_source": self.source.state_dict()}, tmp / "train_dataloader.pt")
         torch.save(rng.capture(), tmp / "rng" / "driver.pt")
         (tmp / "config.yaml").write_text(dump_yaml(self.cfg))
-        if fault_kind == "kill_in_checkpoint":
-            log.warning("fault injection: killing the trainer in the middle of a checkpoint", step=step)
-            faults.die_by_signal("SIGKILL")
+        self.faults.at(step, "checkpoint")
         info = {
             "step": step,
             "total_steps": self.cfg.grpo.max_num_steps,
@@ -419,10 +419,8 @@ class Trainer:
         self.exp_dir = self._exp_dir(info)
         (self.exp_dir / "config.yaml").write_text(dump_yaml(cfg))
         (self.exp_dir / "config_hash.txt").write_text(self.hash + "\n")
-        attempt = faults.attempt_from_env(os.environ)
-        armed = faults.fault_armed(
-            cfg.fault.kind, cfg.fault.only_first_attempt, resume_path is not None, os.environ
-        )
+        attempt = attempt_from_env(os.environ)
+        self.faults = FaultPlan.from_config(cfg.fault, resumed=resume_path is not None, env=os.environ)
         self.status = StatusFile(
             self.log_dir / "status.json",
             cfg.logger.status_interval_s,
@@ -442,10 +440,9 @@ class Trainer:
             config_hash=self.hash,
             attempt=attempt,
             resume_from=str(resume_path) if resume_path else None,
-            fault=cfg.fault.kind if armed else "none",
+            fault=self.faults.kind,
         )
-        if armed and cfg.fault.at_step == 0 and cfg.fault.kind in faults.RAISING:
-            faults.raise_fault(cfg.fault.kind, rank=1)
+        self.faults.at(0, "startup")
 
         self._start_workers(spec)
         self.stop.install()  # after ray.init, which may install its own handlers
@@ -467,14 +464,8 @@ class Trainer:
             if self.stop.reason or self._deadline_near():
                 return self._stop_and_save(step, last_metrics, self.stop.reason or "checkpoint_must_save_by")
             step += 1
-            fault_kind = cfg.fault.kind if armed and step == cfg.fault.at_step else None
-            if fault_kind == "signal":
-                log.warning("fault injection: signal", signal=cfg.fault.signal, step=step)
-                if cfg.fault.signal in ("SIGTERM", "SIGUSR1"):
-                    os.kill(os.getpid(), getattr(signal, cfg.fault.signal))
-                else:
-                    faults.die_by_signal(cfg.fault.signal)
-            metrics = self._train_step(step, fault_kind if fault_kind in (*faults.RAISING, "hang") else None)
+            self.faults.at(step, "step")
+            metrics = self._train_step(step)
             is_last = step == cfg.grpo.max_num_steps
             stopping = step == cfg.grpo.stop_at_step or self.stop.reason is not None or self._deadline_near()
             will_save = c.enabled and (step % c.save_period == 0 or is_last or stopping)
@@ -492,13 +483,7 @@ class Trainer:
                 },
             )
             if will_save and not stopping:
-                self._save(
-                    step,
-                    metrics,
-                    "kill_in_checkpoint"
-                    if armed and cfg.fault.kind == "kill_in_checkpoint" and step == cfg.fault.at_step
-                    else None,
-                )
+                self._save(step, metrics)
             if stopping and not is_last:
                 reason = (
                     "grpo.stop_at_step"
@@ -514,13 +499,14 @@ class Trainer:
         self, step: int, metrics: dict[str, float], reason: str, already_validated: bool = False
     ) -> int:
         assert self.status is not None and self.metrics is not None
+        self.faults.disarm()  # the stop checkpoint must land
         if self.cfg.checkpointing.enabled and step > 0:
             if (self.ckpt_dir / f"step_{step}").is_dir():
                 pass  # the step's checkpoint already exists
             else:
                 if not already_validated and self.cfg.checkpointing.metric_name.startswith("val:"):
                     metrics = {**metrics, **self._validate(step)}
-                self._save(step, metrics, None)
+                self._save(step, metrics)
         self.status.update(state="stopped", phase="stopped", exit_code=EXIT_RESUME, stop_reason=reason)
         log.warning("stopped gracefully; resume me", reason=reason, step=step, exit_code=EXIT_RESUME)
         return EXIT_RESUME

@@ -7,12 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
 
 from trainer import checkpoint as ckpt
 from trainer.cache_hygiene import check_caches
 from trainer.config import ConfigError, config_hash, load_config, parse_duration
-from trainer.faults import attempt_from_env, fault_armed
 from trainer.generation.base import sample_seed
 from trainer.generation.torch_backend import TorchGenerationBackend
 from trainer.models import ModelSpec
@@ -167,17 +165,7 @@ def test_vllm_is_never_imported_on_the_cpu_path() -> None:
     assert "vllm" not in sys.modules
 
 
-# -- faults and caches -----------------------------------------------------------------------------------
-
-
-def test_faults_fire_only_on_the_first_attempt_of_a_fresh_run() -> None:
-    assert fault_armed("cuda_oom", True, resumed=False, env={})
-    assert fault_armed("cuda_oom", True, resumed=False, env={"SHEPHERD_ATTEMPT": "1"})
-    assert not fault_armed("cuda_oom", True, resumed=False, env={"SHEPHERD_ATTEMPT": "2"})
-    assert not fault_armed("cuda_oom", True, resumed=True, env={})
-    assert fault_armed("cuda_oom", False, resumed=True, env={"SHEPHERD_ATTEMPT": "3"})
-    assert not fault_armed("none", False, resumed=False, env={})
-    assert attempt_from_env({"SHEPHERD_ATTEMPT": "junk"}) == 1
+# -- caches -----------------------------------------------------------------------------------------
 
 
 def test_cache_check_names_each_unusable_dir(tmp_path: Path) -> None:
@@ -194,12 +182,3 @@ def test_cache_check_names_each_unusable_dir(tmp_path: Path) -> None:
     if os.geteuid() != 0:  # root can write anywhere
         assert not res["TRITON_CACHE_DIR"].ok
     assert "XDG_CACHE_HOME" not in res
-
-
-def test_oom_fault_raises_the_real_torch_exception_type() -> None:
-    from trainer.faults import raise_fault
-
-    with pytest.raises(torch.OutOfMemoryError, match=r"CUDA out of memory\. Tried to allocate"):
-        raise_fault("cuda_oom")
-    with pytest.raises(FileNotFoundError, match=r"run_config.yaml on rank=1. This usually means"):
-        raise_fault("run_config_missing", rank=1, env={"HF_HOME": "/shared/hf"})

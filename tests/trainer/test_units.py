@@ -1,14 +1,12 @@
-"""Pure parts: config, retention ranking, atomic writes, tokenizer, sampling, cache checks."""
+"""Pure parts: config, tokenizer, sampling, batch packing, cache checks."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
-from trainer import checkpoint as ckpt
 from trainer.cache_hygiene import check_caches
 from trainer.config import ConfigError, config_hash, load_config, parse_duration
 from trainer.generation.base import sample_seed
@@ -67,58 +65,6 @@ def test_config_hash_is_stable_and_changes_with_the_config() -> None:
 def test_duration_parsing_matches_nemo_rl_format() -> None:
     assert parse_duration("00:03:30:00") == 3.5 * 3600
     assert parse_duration("01:00") == 60
-
-
-# -- checkpoints ------------------------------------------------------------------------------------------
-
-
-def test_retention_keeps_top_k_by_metric_plus_the_latest() -> None:
-    entries = [(1, 0.5), (2, 0.9), (3, 0.1), (4, 0.7), (5, 0.2)]
-    assert ckpt.select_to_delete(entries, 2, higher_is_better=True) == [1, 3]  # keep 2, 4 and latest 5
-
-
-def test_retention_ties_favour_the_newer_step_and_missing_metrics_go_first() -> None:
-    assert ckpt.select_to_delete([(1, 0.5), (2, 0.5), (3, 0.5)], 2, True) == [1]
-    assert ckpt.select_to_delete([(1, None), (2, 0.1), (3, 0.2)], 2, True) == [1]
-    assert ckpt.select_to_delete([(1, 0.1), (2, 0.5), (3, 0.9)], 1, False) == [2]  # lower is better
-    assert ckpt.select_to_delete([(1, 0.1), (2, 0.5)], None, True) == []
-
-
-def test_apply_retention_deletes_directories_on_disk(tmp_path: Path) -> None:
-    for step, acc in [(1, 0.9), (2, 0.1), (3, 0.5)]:
-        d = tmp_path / f"step_{step}"
-        d.mkdir()
-        (d / ckpt.INFO).write_text(json.dumps({"step": step, "metrics": {"val/accuracy": acc}}))
-    assert ckpt.apply_retention(tmp_path, "val:accuracy", 1, True) == [2]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_1", "step_3"]
-    assert ckpt.best_checkpoint(tmp_path, "val:accuracy", True)[1] == 0.9
-
-
-def test_incomplete_checkpoints_are_never_resumed_and_get_cleaned(tmp_path: Path) -> None:
-    (tmp_path / "step_2").mkdir()
-    (tmp_path / "step_2" / ckpt.INFO).write_text("{}")
-    (tmp_path / "tmp_step_4").mkdir()
-    (tmp_path / "step_5").mkdir()  # no training_info.json: not complete
-    assert ckpt.latest_checkpoint(tmp_path) == tmp_path / "step_2"
-    ckpt.clean_stale_tmp(tmp_path)
-    assert not (tmp_path / "tmp_step_4").exists()
-
-
-def test_atomic_json_write_leaves_no_temp_files_and_replaces(tmp_path: Path) -> None:
-    target = tmp_path / "status.json"
-    ckpt.write_json_atomic(target, {"a": 1})
-    ckpt.write_json_atomic(target, {"a": 2})
-    assert json.loads(target.read_text()) == {"a": 2}
-    assert [p.name for p in tmp_path.iterdir()] == ["status.json"]
-
-
-def test_finalize_renames_tmp_to_step(tmp_path: Path) -> None:
-    tmp = ckpt.tmp_dir_for(tmp_path, 3)
-    (tmp / "policy").mkdir(parents=True)
-    (tmp / "policy" / "w").write_text("x")
-    final = ckpt.finalize(tmp_path, 3)
-    assert final == tmp_path / "step_3" and (final / "policy" / "w").read_text() == "x"
-    assert not tmp.exists()
 
 
 # -- tokenizer ------------------------------------------------------------------------------------------

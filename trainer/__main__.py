@@ -1,4 +1,5 @@
-"""`python -m trainer --config FILE [key=value ...] [--resume-from PATH]`."""
+"""`python -m trainer --config FILE [key=value ...] [--resume-from PATH]`, exiting 2 on a bad config before
+torch or Ray is even imported."""
 
 from __future__ import annotations
 

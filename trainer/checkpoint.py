@@ -1,8 +1,11 @@
-"""Checkpoint layout (NeMo RL's), atomic finalisation and top-k retention.
+"""When and how a run saves, so the training loop makes one call per step and the daemon can trust step_N.
 
-A checkpoint is written under `tmp_step_N`, every file and directory fsynced, then renamed to
-`step_N` in one step: a reader (resume, the daemon) sees either a complete checkpoint or none.
-A `tmp_step_N` left by a crash is never resumed from and is removed at the next start.
+Layout is NeMo RL's. A checkpoint is written under `tmp_step_N`, every file and directory fsynced,
+then renamed to `step_N` in one step: a reader (resume, the daemon) sees either a complete
+checkpoint or none. A `tmp_step_N` left by a crash is never resumed from and is removed at the
+next start. `Checkpointer` decides when (period, last step, graceful stop, the save-by deadline)
+and does the save (state, `training_info.json`, rename, retention, `latest_checkpoint_status.json`);
+the files inside a checkpoint are written by the driver's `write_state`.
 """
 
 from __future__ import annotations
@@ -11,10 +14,18 @@ import json
 import os
 import re
 import shutil
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
+
+from trainer.config import parse_duration
+
+if TYPE_CHECKING:
+    from trainer.config import CheckpointingConfig
 
 log = structlog.get_logger(__name__)
 
@@ -47,7 +58,7 @@ def latest_checkpoint(checkpoint_dir: Path) -> Path | None:
 
 
 def select_to_delete(
-    entries: list[tuple[int, float | None]], keep_top_k: int | None, higher_is_better: bool
+    entries: Sequence[tuple[int, float | None]], keep_top_k: int | None, higher_is_better: bool
 ) -> list[int]:
     """Steps to delete so that at most keep_top_k remain, plus the latest which is never deleted.
 
@@ -152,3 +163,138 @@ def finalize(checkpoint_dir: Path, step: int) -> Path:
     os.replace(tmp, final)
     _fsync_path(checkpoint_dir)
     return final
+
+
+def find_resume_point(checkpoint_dir: Path, *, enabled: bool, resume_from: str | None) -> Path | None:
+    """`--resume-from` (must be complete), else the newest complete `step_N`; stale tmp dirs go first."""
+    if resume_from:
+        p = Path(resume_from).resolve()
+        if not (p / INFO).is_file():
+            raise FileNotFoundError(f"--resume-from {p}: not a complete checkpoint (no {INFO})")
+        return p
+    if not enabled:
+        return None
+    clean_stale_tmp(checkpoint_dir)
+    return latest_checkpoint(checkpoint_dir)
+
+
+class StatusSink(Protocol):
+    """Where a save reports its phase and the last/best checkpoint (`telemetry.StatusFile`)."""
+
+    def update(self, **fields: Any) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """The `training_info.json` fields that stay the same for the whole run."""
+
+    total_steps: int
+    config_hash: str
+    exp_dir: str  # the exp_NNN name, so a resume logs into the same dir
+
+
+class Checkpointer:
+    """Decides when the run saves and writes each save; the loop calls `save` once per step.
+
+    When: every `save_period` steps and at the last step (`save`), and once more on a graceful
+    stop (`save_before_stop`: SIGTERM/SIGUSR1, `grpo.stop_at_step`, or `deadline_near`).
+    How: `write_state` fills `tmp_step_N`, then `training_info.json` is written last, the dir is
+    fsynced and renamed to `step_N`, retention keeps the top `keep_top_k` plus the latest, and
+    `latest_checkpoint_status.json` and the status file name the result.
+    """
+
+    def __init__(
+        self,
+        cfg: CheckpointingConfig,
+        directory: Path,
+        run: RunInfo,
+        *,
+        write_state: Callable[[Path, int], None],
+        consumed: Callable[[], tuple[int, int]],
+        status: StatusSink,
+        started_at: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`write_state(tmp, step)` writes all but training_info.json; `consumed()`: (prompts, samples)."""
+        self.cfg = cfg
+        self.directory = directory
+        self.run = run
+        self._write_state = write_state
+        self._consumed = consumed
+        self._status = status
+        self._started_at = started_at
+        self._clock = clock
+
+    @property
+    def needs_validation(self) -> bool:
+        """Checkpoints are ranked by a `val:` metric, so a step that saves must be validated first."""
+        return self.cfg.metric_name.startswith("val:")
+
+    def due(self, step: int, *, last_step: bool, stopping: bool) -> bool:
+        """Whether `step` gets a checkpoint: every save_period steps, at the last step, and when stopping."""
+        return self.cfg.enabled and (step % self.cfg.save_period == 0 or last_step or stopping)
+
+    def due_before_stop(self, step: int) -> bool:
+        """A graceful stop saves `step` unless nothing ran yet or `step_N` is already on disk."""
+        return self.cfg.enabled and step > 0 and not (self.directory / f"step_{step}").is_dir()
+
+    def deadline_near(self, step_times: Sequence[float]) -> bool:
+        """Less time is left before `checkpoint_must_save_by` than two recent steps (+5 s) need."""
+        by = self.cfg.checkpoint_must_save_by
+        if by is None:
+            return False
+        left = parse_duration(by) - (self._clock() - self._started_at)
+        need = 2 * max(step_times[-5:], default=0.0) + 5.0
+        return left < need
+
+    def save(
+        self, step: int, metrics: Mapping[str, float], *, last_step: bool, stopping: bool
+    ) -> Path | None:
+        """The per-step call: write `step_N` when due; a stopping step is left to `save_before_stop`."""
+        if stopping or not self.due(step, last_step=last_step, stopping=stopping):
+            return None
+        return self._save(step, metrics)
+
+    def save_before_stop(self, step: int, metrics: Mapping[str, float]) -> Path | None:
+        """The graceful stop's save, so the run can exit 75 with `step_N` on disk."""
+        if not self.due_before_stop(step):
+            return None
+        return self._save(step, metrics)
+
+    def _save(self, step: int, metrics: Mapping[str, float]) -> Path:
+        self._status.update(
+            state="checkpointing", phase="checkpointing", phase_done=0, phase_total=1, rate=None
+        )
+        tmp = tmp_dir_for(self.directory, step)
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        self._write_state(tmp, step)
+        prompts, samples = self._consumed()
+        info = {
+            "step": step,
+            "total_steps": self.run.total_steps,
+            "consumed_samples": samples,
+            "consumed_prompts": prompts,
+            "metrics": dict(metrics),
+            "config_hash": self.run.config_hash,
+            "exp_dir": self.run.exp_dir,
+            "saved_at": self._clock(),
+        }
+        write_json_atomic(tmp / INFO, info)
+        final = finalize(self.directory, step)
+        c = self.cfg
+        apply_retention(self.directory, c.metric_name, c.keep_top_k, c.higher_is_better)
+        best, best_val = best_checkpoint(self.directory, c.metric_name, c.higher_is_better)
+        write_json_atomic(
+            self.directory / STATUS,
+            {"step": step, "path": str(final), "complete": True, "saved_at": info["saved_at"]},
+        )
+        self._status.update(
+            last_checkpoint=str(final),
+            best_checkpoint=str(best) if best else None,
+            best_metric=best_val,
+            phase_done=1,
+        )
+        log.info("checkpoint saved", step=step, path=str(final))
+        return final

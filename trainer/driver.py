@@ -1,16 +1,18 @@
-"""The single controller: one loop that generates, scores, trains, syncs, validates and checkpoints.
+"""The single controller, so the order of a run's events lives in one loop you read top to bottom.
 
-Read top to bottom like nanoGPT's train loop; everything with state lives in a worker or in the
+`Trainer.run` is that loop, like nanoGPT's: setup, then per step rollouts, rewards, advantages,
+policy update, weight sync, validation, logging, checkpoint; each fault is one `faults.at` hook
+and each save one `checkpointer` call. Everything with state lives in a worker or in the
 PromptSource, and all of it goes into the checkpoint, so "stop at N, resume" == "run straight".
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +20,10 @@ import structlog
 import torch
 
 from trainer import checkpoint as ckpt
-from trainer import faults, grpo
+from trainer import grpo
 from trainer.cache_hygiene import check_caches
-from trainer.config import TrainerConfig, config_hash, dump_yaml, parse_duration
+from trainer.config import TrainerConfig, config_hash, dump_yaml
+from trainer.faults import FaultPlan, attempt_from_env
 from trainer.generation import sample_seed
 from trainer.models import ModelSpec
 from trainer.tasks import PromptSource, Task, build_task
@@ -73,6 +76,33 @@ class StopFlag:
             signal.signal(sig, old)
 
 
+@dataclass(frozen=True, slots=True)
+class Rollouts:
+    """One step's samples: each prompt repeated num_generations_per_prompt times, with its answer."""
+
+    prompts: list[list[int]]
+    answers: list[str]
+    tokens: list[list[int]]
+    logprobs: list[list[float]]
+
+
+class Laps:
+    """Wall-clock seconds between marks, for the timing/train/* metrics and the deadline estimate."""
+
+    def __init__(self) -> None:
+        self._start = self._last = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = now - self._last
+        self._last = now
+
+    @property
+    def total(self) -> float:
+        return self._last - self._start
+
+
 def make_tokenizer(cfg: TrainerConfig, task: Task) -> Tokenizer:
     name = cfg.policy.tokenizer_name
     if name == "char" or (name is None and cfg.policy.model_name in ("tiny", "tiny-llama")):
@@ -81,6 +111,8 @@ def make_tokenizer(cfg: TrainerConfig, task: Task) -> Tokenizer:
 
 
 class Trainer:
+    """One run: `run()` is the loop; the methods below it are its phases, in the order it calls them."""
+
     def __init__(self, cfg: TrainerConfig, resume_from: str | None = None) -> None:
         self.cfg = cfg
         self.resume_from = resume_from
@@ -88,6 +120,7 @@ class Trainer:
         self.log_dir = Path(cfg.logger.log_dir).resolve()
         self.ckpt_dir = Path(cfg.checkpointing.checkpoint_dir).resolve()
         self.stop = StopFlag()
+        self.faults = FaultPlan(None)
         self.status: StatusFile | None = None
         self.metrics: MetricsLogger | None = None
         self.cluster: RayCluster | None = None
@@ -96,7 +129,121 @@ class Trainer:
         self.step_times: list[float] = []
         self.t0 = time.time()
 
+    # -- the run -----------------------------------------------------------------------------------------
+    def run(self) -> int:
+        """Setup, then one GRPO step at a time until the last step or a graceful stop."""
+        cfg = self.cfg
+        start = self._setup()
+        assert self.status is not None
+        metrics: dict[str, float] = {}
+        step = start
+        while step < cfg.grpo.max_num_steps:
+            if reason := self._stop_requested():
+                return self._stop(step, metrics, reason, validated=False)
+            step += 1
+            self.faults.at(step, "step")
+            laps = Laps()
+            batch = self._rollouts(step, fault=self.faults.at(step, "rollout"))
+            laps.mark("generation")
+            rewards = self._rewards(batch)
+            advantages, zero_var = grpo.group_advantages(
+                rewards, cfg.grpo.use_leave_one_out_baseline, cfg.grpo.normalize_rewards
+            )
+            train = self._update(step, batch, advantages, fault=self.faults.at(step, "train"))
+            laps.mark("policy_training")
+            self._sync_weights()
+            laps.mark("weight_sync")
+            self.step_times.append(laps.total)
+            metrics = self._step_metrics(batch, rewards, zero_var, train, laps)
+
+            last = step == cfg.grpo.max_num_steps
+            reason = "grpo.stop_at_step" if step == cfg.grpo.stop_at_step else self._stop_requested()
+            if self._validation_due(step, last, stopping=reason is not None):
+                metrics.update(self._validate(step))
+            self._log(step, metrics)
+            self.checkpointer.save(step, metrics, last_step=last, stopping=reason is not None)
+            # NOTE: a stop asked for during the last step just finishes (exit 0) and, as before this
+            # refactor, saves nothing: step_N of the last step is then missing (likely a bug).
+            if reason is not None and not last:
+                return self._stop(step, metrics, reason, validated=True)
+        self.status.update(state="finished", phase="finished", exit_code=EXIT_FINISHED)
+        log.info("run finished", steps=step)
+        return EXIT_FINISHED
+
     # -- setup -------------------------------------------------------------------------------------------
+    def _setup(self) -> int:
+        """Everything before the first step (workers up, state restored); returns the step to start after."""
+        cfg = self.cfg
+        self._check_caches()
+        self.task = build_task(cfg.data)
+        self.tok = make_tokenizer(cfg, self.task)
+        self.val_set = self.task.validation_set(cfg.grpo.max_val_samples, cfg.grpo.seed)
+        self.source = PromptSource(self.task, cfg.grpo.seed)
+        t = cfg.policy.tiny
+        spec = ModelSpec(
+            cfg.policy.model_name,
+            self.tok.vocab_size,
+            t.n_layers,
+            t.d_model,
+            t.n_heads,
+            t.max_seq_len,
+            cfg.grpo.seed,
+        )
+        resume_path = ckpt.find_resume_point(
+            self.ckpt_dir, enabled=cfg.checkpointing.enabled, resume_from=self.resume_from
+        )
+        info = ckpt.read_info(resume_path) if resume_path else None
+        self.exp_dir = self._exp_dir(info)
+        (self.exp_dir / "config.yaml").write_text(dump_yaml(cfg))
+        (self.exp_dir / "config_hash.txt").write_text(self.hash + "\n")
+        attempt = attempt_from_env(os.environ)
+        self.faults = FaultPlan.from_config(cfg.fault, resumed=resume_path is not None, env=os.environ)
+        self.status = StatusFile(
+            self.log_dir / "status.json",
+            cfg.logger.status_interval_s,
+            {
+                "total_steps": cfg.grpo.max_num_steps,
+                "exp_dir": str(self.exp_dir),
+                "config_hash": self.hash,
+                "attempt": attempt,
+                "metric_name": cfg.checkpointing.metric_name,
+                "resumed_from": str(resume_path) if resume_path else None,
+            },
+        )
+        self.status.start_heartbeat()
+        self.checkpointer = ckpt.Checkpointer(
+            cfg.checkpointing,
+            self.ckpt_dir,
+            ckpt.RunInfo(cfg.grpo.max_num_steps, self.hash, self.exp_dir.name),
+            write_state=self._write_state,
+            consumed=self._consumed,
+            status=self.status,
+            started_at=self.t0,
+        )
+        log.info(
+            "run starting",
+            exp_dir=str(self.exp_dir),
+            config_hash=self.hash,
+            attempt=attempt,
+            resume_from=str(resume_path) if resume_path else None,
+            fault=self.faults.kind,
+        )
+        self.faults.at(0, "startup")
+
+        self._start_workers(spec)
+        self.stop.install()  # after ray.init, which may install its own handlers
+        start = self._load(resume_path) if resume_path else 0
+        self.metrics = MetricsLogger(
+            self.exp_dir, cfg.logger.tensorboard_enabled, start if resume_path else None
+        )
+        self._sync_weights()
+        self.status.update(step=start, state="starting")
+        if start == 0 and cfg.grpo.val_at_start:
+            val = self._validate(0)
+            self.metrics.log(0, val)
+            log.info("validation at start", **val)
+        return start
+
     def _check_caches(self) -> None:
         bad = []
         for c in check_caches(os.environ, self.cfg.cache_hygiene.extra_dirs):
@@ -107,17 +254,6 @@ class Trainer:
                 bad.append(f"{c.name}={c.path} {c.reason}")
         if bad and self.cfg.cache_hygiene.strict:
             raise RuntimeError("cache directories not usable: " + "; ".join(bad))
-
-    def _find_checkpoint(self) -> Path | None:
-        if self.resume_from:
-            p = Path(self.resume_from).resolve()
-            if not (p / ckpt.INFO).is_file():
-                raise FileNotFoundError(f"--resume-from {p}: not a complete checkpoint (no {ckpt.INFO})")
-            return p
-        if not self.cfg.checkpointing.enabled:
-            return None
-        ckpt.clean_stale_tmp(self.ckpt_dir)
-        return ckpt.latest_checkpoint(self.ckpt_dir)
 
     def _exp_dir(self, info: dict[str, Any] | None) -> Path:
         """A resume reuses the run's exp_NNN (events after the checkpoint purged); a new run gets the next."""
@@ -250,12 +386,12 @@ class Trainer:
         self.status.update(phase_done=len(self.val_set))
         return {"val/accuracy": acc, "val/reward_mean": rew}
 
-    def _train_step(self, step: int, fault_kind: str | None) -> dict[str, float]:
-        cfg, status = self.cfg, self.status
-        assert status is not None
+    def _rollouts(self, step: int, fault: str | None) -> Rollouts:
+        """This step's prompts, each sampled num_generations_per_prompt times by the rollout workers."""
+        cfg = self.cfg
+        assert self.status is not None
         g = cfg.grpo.num_generations_per_prompt
-        t_start = time.perf_counter()
-        status.update(
+        self.status.update(
             state="generating",
             phase="generating",
             step=step - 1,
@@ -265,103 +401,90 @@ class Trainer:
         )
         examples = self.source.next_batch(cfg.grpo.num_prompts_per_step)
         prompts = [self.tok.encode(e.prompt) for e in examples for _ in range(g)]
-        tokens, sampler_lps = self._generate(
-            step, prompts, greedy=False, bar_phase="generating", hang=fault_kind == "hang"
+        tokens, logprobs = self._generate(
+            step, prompts, greedy=False, bar_phase="generating", hang=fault == "hang"
         )
-        t_gen = time.perf_counter()
-
         answers = [e.answer for e in examples for _ in range(g)]
-        rewards = torch.tensor(
-            [self.task.reward(self.tok.decode(t), a) for t, a in zip(tokens, answers, strict=True)],
-            dtype=torch.float32,
-        ).view(-1, g)
-        adv, zero_var = grpo.group_advantages(
-            rewards, cfg.grpo.use_leave_one_out_baseline, cfg.grpo.normalize_rewards
+        return Rollouts(prompts, answers, tokens, logprobs)
+
+    def _rewards(self, batch: Rollouts) -> torch.Tensor:
+        """The task's reward for each sample, one row per prompt group."""
+        scores = [
+            self.task.reward(self.tok.decode(t), a) for t, a in zip(batch.tokens, batch.answers, strict=True)
+        ]
+        return torch.tensor(scores, dtype=torch.float32).view(-1, self.cfg.grpo.num_generations_per_prompt)
+
+    def _update(
+        self, step: int, batch: Rollouts, advantages: torch.Tensor, fault: str | None
+    ) -> dict[str, float]:
+        """One optimizer step on the policy workers (data-parallel shards); rank 0's stats."""
+        assert self.status is not None
+        packed = pack_batch(
+            batch.prompts, batch.tokens, batch.logprobs, advantages.flatten().tolist(), self.tok.pad_id
         )
-        batch = pack_batch(prompts, tokens, sampler_lps, adv.flatten().tolist(), self.tok.pad_id)
-        global_tokens = float(batch["response_mask"].sum())
-
-        status.update(state="training", phase="training", phase_done=0, phase_total=1, rate=None)
+        global_tokens = float(packed["response_mask"].sum())
+        self.status.update(state="training", phase="training", phase_done=0, phase_total=1, rate=None)
         world = len(self.policy)
-        shards = [(shard_batch(batch, r, world), global_tokens, step, fault_kind) for r in range(world)]
-        train = self.policy.call("train_step", per_worker=shards)[0]
-        t_train = time.perf_counter()
-        self._sync_weights()
-        t_sync = time.perf_counter()
+        shards = [(shard_batch(packed, r, world), global_tokens, step, fault) for r in range(world)]
+        stats: dict[str, float] = self.policy.call("train_step", per_worker=shards)[0]
+        return stats
 
-        gen_tokens = sum(len(t) for t in tokens)
-        total = t_sync - t_start
-        metrics = {
+    def _step_metrics(
+        self,
+        batch: Rollouts,
+        rewards: torch.Tensor,
+        zero_var: float,
+        train: dict[str, float],
+        laps: Laps,
+    ) -> dict[str, float]:
+        n, gen_tokens, total = len(batch.tokens), sum(len(t) for t in batch.tokens), laps.total
+        return {
             "train/reward_mean": float(rewards.mean()),
             "train/reward_std": float(rewards.std()),
             "train/zero_variance_group_frac": zero_var,
-            "train/mean_gen_tokens_per_sample": gen_tokens / len(tokens),
+            "train/mean_gen_tokens_per_sample": gen_tokens / n,
             **{f"train/{k}": v for k, v in train.items()},
-            "timing/train/generation": t_gen - t_start,
-            "timing/train/policy_training": t_train - t_gen,
-            "timing/train/weight_sync": t_sync - t_train,
+            **{f"timing/train/{k}": v for k, v in laps.seconds.items()},
             "timing/train/total_step_time": total,
             "performance/tokens_per_sec": gen_tokens / max(total, 1e-9),
-            "performance/samples_per_sec": len(tokens) / max(total, 1e-9),
+            "performance/samples_per_sec": n / max(total, 1e-9),
         }
-        self.step_times.append(total)
-        return metrics
+
+    def _log(self, step: int, metrics: dict[str, float]) -> None:
+        """TensorBoard + metrics.jsonl, status.json, and the `Step N/TOTAL` line."""
+        assert self.status is not None and self.metrics is not None
+        self.metrics.log(step, metrics)
+        self.status.update(step=step, state="training")
+        log.info(
+            f"Step {step}/{self.cfg.grpo.max_num_steps}",
+            **{k: round(v, 4) for k, v in metrics.items() if not k.startswith(("timing/", "performance/"))},
+        )
 
     # -- checkpointing -----------------------------------------------------------------------------------
-    def _save(self, step: int, metrics: dict[str, float], fault_kind: str | None) -> Path:
-        assert self.status is not None
-        self.status.update(
-            state="checkpointing", phase="checkpointing", phase_done=0, phase_total=1, rate=None
-        )
-        tmp = ckpt.tmp_dir_for(self.ckpt_dir, step)
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        (tmp / "rng").mkdir(parents=True)
+    def _write_state(self, directory: Path, step: int) -> None:
+        """Everything a resume needs, into a tmp_step_N (the Checkpointer adds training_info.json last)."""
+        (directory / "rng").mkdir()
         self.policy.call(
             "save",
             per_worker=[
-                (str(tmp / "policy"), str(tmp / "rng" / f"policy_rank{r}.pt"))
+                (str(directory / "policy"), str(directory / "rng" / f"policy_rank{r}.pt"))
                 for r in range(len(self.policy))
             ],
         )
         self.rollout.call(
             "save_rng",
-            per_worker=[(str(tmp / "rng" / f"rollout_rank{r}.pt"),) for r in range(len(self.rollout))],
+            per_worker=[(str(directory / "rng" / f"rollout_rank{r}.pt"),) for r in range(len(self.rollout))],
         )
-        self.tok.save(tmp / "policy" / "tokenizer")
-        torch.save({"prompt_source": self.source.state_dict()}, tmp / "train_dataloader.pt")
-        torch.save(rng.capture(), tmp / "rng" / "driver.pt")
-        (tmp / "config.yaml").write_text(dump_yaml(self.cfg))
-        if fault_kind == "kill_in_checkpoint":
-            log.warning("fault injection: killing the trainer in the middle of a checkpoint", step=step)
-            faults.die_by_signal("SIGKILL")
-        info = {
-            "step": step,
-            "total_steps": self.cfg.grpo.max_num_steps,
-            "consumed_samples": self.source.consumed * self.cfg.grpo.num_generations_per_prompt,
-            "consumed_prompts": self.source.consumed,
-            "metrics": metrics,
-            "config_hash": self.hash,
-            "exp_dir": self.exp_dir.name,
-            "saved_at": time.time(),
-        }
-        ckpt.write_json_atomic(tmp / ckpt.INFO, info)
-        final = ckpt.finalize(self.ckpt_dir, step)
-        c = self.cfg.checkpointing
-        ckpt.apply_retention(self.ckpt_dir, c.metric_name, c.keep_top_k, c.higher_is_better)
-        best, best_val = ckpt.best_checkpoint(self.ckpt_dir, c.metric_name, c.higher_is_better)
-        ckpt.write_json_atomic(
-            self.ckpt_dir / ckpt.STATUS,
-            {"step": step, "path": str(final), "complete": True, "saved_at": info["saved_at"]},
-        )
-        self.status.update(
-            last_checkpoint=str(final),
-            best_checkpoint=str(best) if best else None,
-            best_metric=best_val,
-            phase_done=1,
-        )
-        log.info("checkpoint saved", step=step, path=str(final))
-        return final
+        self.tok.save(directory / "policy" / "tokenizer")
+        torch.save({"prompt_source": self.source.state_dict()}, directory / "train_dataloader.pt")
+        torch.save(rng.capture(), directory / "rng" / "driver.pt")
+        (directory / "config.yaml").write_text(dump_yaml(self.cfg))
+        self.faults.at(step, "checkpoint")
+
+    def _consumed(self) -> tuple[int, int]:
+        """(prompts, samples) used so far, for training_info.json."""
+        prompts = self.source.consumed
+        return prompts, prompts * self.cfg.grpo.num_generations_per_prompt
 
     def _load(self, path: Path) -> int:
         info = ckpt.read_info(path)
@@ -388,139 +511,29 @@ class Trainer:
         log.info("resumed", checkpoint=str(path), step=info["step"])
         return int(info["step"])
 
-    def _deadline_near(self) -> bool:
-        by = self.cfg.checkpointing.checkpoint_must_save_by
-        if by is None:
-            return False
-        left = parse_duration(by) - (time.time() - self.t0)
-        need = 2 * max(self.step_times[-5:], default=0.0) + 5.0
-        return left < need
+    # -- deciding and stopping ---------------------------------------------------------------------------
+    def _validation_due(self, step: int, last_step: bool, stopping: bool) -> bool:
+        """Every val_period steps, at the last step, and before a save ranked by a `val:` metric."""
+        if step % self.cfg.grpo.val_period == 0 or last_step:
+            return True
+        saving = self.checkpointer.due(step, last_step=last_step, stopping=stopping)
+        return saving and self.checkpointer.needs_validation
 
-    # -- the run -----------------------------------------------------------------------------------------
-    def run(self) -> int:
-        cfg = self.cfg
-        self._check_caches()
-        self.task = build_task(cfg.data)
-        self.tok = make_tokenizer(cfg, self.task)
-        self.val_set = self.task.validation_set(cfg.grpo.max_val_samples, cfg.grpo.seed)
-        self.source = PromptSource(self.task, cfg.grpo.seed)
-        t = cfg.policy.tiny
-        spec = ModelSpec(
-            cfg.policy.model_name,
-            self.tok.vocab_size,
-            t.n_layers,
-            t.d_model,
-            t.n_heads,
-            t.max_seq_len,
-            cfg.grpo.seed,
-        )
-        resume_path = self._find_checkpoint()
-        info = ckpt.read_info(resume_path) if resume_path else None
-        self.exp_dir = self._exp_dir(info)
-        (self.exp_dir / "config.yaml").write_text(dump_yaml(cfg))
-        (self.exp_dir / "config_hash.txt").write_text(self.hash + "\n")
-        attempt = faults.attempt_from_env(os.environ)
-        armed = faults.fault_armed(
-            cfg.fault.kind, cfg.fault.only_first_attempt, resume_path is not None, os.environ
-        )
-        self.status = StatusFile(
-            self.log_dir / "status.json",
-            cfg.logger.status_interval_s,
-            {
-                "total_steps": cfg.grpo.max_num_steps,
-                "exp_dir": str(self.exp_dir),
-                "config_hash": self.hash,
-                "attempt": attempt,
-                "metric_name": cfg.checkpointing.metric_name,
-                "resumed_from": str(resume_path) if resume_path else None,
-            },
-        )
-        self.status.start_heartbeat()
-        log.info(
-            "run starting",
-            exp_dir=str(self.exp_dir),
-            config_hash=self.hash,
-            attempt=attempt,
-            resume_from=str(resume_path) if resume_path else None,
-            fault=cfg.fault.kind if armed else "none",
-        )
-        if armed and cfg.fault.at_step == 0 and cfg.fault.kind in faults.RAISING:
-            faults.raise_fault(cfg.fault.kind, rank=1)
+    def _stop_requested(self) -> str | None:
+        """Why to stop after this step (a signal or the save-by deadline), or None to go on."""
+        if self.stop.reason:
+            return self.stop.reason
+        if self.checkpointer.deadline_near(self.step_times):
+            return "checkpoint_must_save_by"
+        return None
 
-        self._start_workers(spec)
-        self.stop.install()  # after ray.init, which may install its own handlers
-        start = self._load(resume_path) if resume_path else 0
-        self.metrics = MetricsLogger(
-            self.exp_dir, cfg.logger.tensorboard_enabled, start if resume_path else None
-        )
-        self._sync_weights()
-        self.status.update(step=start, state="starting")
-        if start == 0 and cfg.grpo.val_at_start:
-            val = self._validate(0)
-            self.metrics.log(0, val)
-            log.info("validation at start", **val)
-
-        c = cfg.checkpointing
-        last_metrics: dict[str, float] = {}
-        step = start
-        while step < cfg.grpo.max_num_steps:
-            if self.stop.reason or self._deadline_near():
-                return self._stop_and_save(step, last_metrics, self.stop.reason or "checkpoint_must_save_by")
-            step += 1
-            fault_kind = cfg.fault.kind if armed and step == cfg.fault.at_step else None
-            if fault_kind == "signal":
-                log.warning("fault injection: signal", signal=cfg.fault.signal, step=step)
-                if cfg.fault.signal in ("SIGTERM", "SIGUSR1"):
-                    os.kill(os.getpid(), getattr(signal, cfg.fault.signal))
-                else:
-                    faults.die_by_signal(cfg.fault.signal)
-            metrics = self._train_step(step, fault_kind if fault_kind in (*faults.RAISING, "hang") else None)
-            is_last = step == cfg.grpo.max_num_steps
-            stopping = step == cfg.grpo.stop_at_step or self.stop.reason is not None or self._deadline_near()
-            will_save = c.enabled and (step % c.save_period == 0 or is_last or stopping)
-            if step % cfg.grpo.val_period == 0 or is_last or (will_save and c.metric_name.startswith("val:")):
-                metrics.update(self._validate(step))
-            self.metrics.log(step, metrics)
-            self.status.update(step=step, state="training")
-            last_metrics = metrics
-            log.info(
-                f"Step {step}/{cfg.grpo.max_num_steps}",
-                **{
-                    k: round(v, 4)
-                    for k, v in metrics.items()
-                    if not k.startswith(("timing/", "performance/"))
-                },
-            )
-            if will_save and not stopping:
-                self._save(
-                    step,
-                    metrics,
-                    "kill_in_checkpoint"
-                    if armed and cfg.fault.kind == "kill_in_checkpoint" and step == cfg.fault.at_step
-                    else None,
-                )
-            if stopping and not is_last:
-                reason = (
-                    "grpo.stop_at_step"
-                    if step == cfg.grpo.stop_at_step
-                    else self.stop.reason or "checkpoint_must_save_by"
-                )
-                return self._stop_and_save(step, metrics, reason, already_validated=True)
-        self.status.update(state="finished", phase="finished", exit_code=EXIT_FINISHED)
-        log.info("run finished", steps=step)
-        return EXIT_FINISHED
-
-    def _stop_and_save(
-        self, step: int, metrics: dict[str, float], reason: str, already_validated: bool = False
-    ) -> int:
-        assert self.status is not None and self.metrics is not None
-        if self.cfg.checkpointing.enabled and step > 0:
-            if (self.ckpt_dir / f"step_{step}").is_dir():
-                pass  # the step's checkpoint already exists
-            else:
-                if not already_validated and self.cfg.checkpointing.metric_name.startswith("val:"):
-                    metrics = {**metrics, **self._validate(step)}
-                self._save(step, metrics, None)
+    def _stop(self, step: int, metrics: dict[str, float], reason: str, *, validated: bool) -> int:
+        """Graceful stop: make sure step_N is on disk, then exit 75 so the daemon resumes the run."""
+        assert self.status is not None
+        self.faults.disarm()  # the stop checkpoint must land
+        if not validated and self.checkpointer.needs_validation and self.checkpointer.due_before_stop(step):
+            metrics = {**metrics, **self._validate(step)}
+        self.checkpointer.save_before_stop(step, metrics)
         self.status.update(state="stopped", phase="stopped", exit_code=EXIT_RESUME, stop_reason=reason)
         log.warning("stopped gracefully; resume me", reason=reason, step=step, exit_code=EXIT_RESUME)
         return EXIT_RESUME

@@ -4,6 +4,9 @@ Faults are off by default. With `fault.only_first_attempt` (default) a fault fir
 is the first attempt: `SHEPHERD_ATTEMPT` (set by the daemon, 1-based) is unset or 1, AND the run
 did not start from a checkpoint. Either signal alone marks a retry, so a resumed run succeeds
 even when launched by hand without the daemon's environment.
+
+The driver holds one `FaultPlan` and calls `faults.at(step, phase)` at each point a fault can
+strike, so the training loop reads the same with faults on or off.
 """
 
 from __future__ import annotations
@@ -12,13 +15,56 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Mapping
-from typing import NoReturn
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, NoReturn
 
+import structlog
 import torch
+
+if TYPE_CHECKING:
+    from trainer.config import FaultConfig
+
+log = structlog.get_logger(__name__)
 
 KINDS = ("none", "cuda_oom", "run_config_missing", "nccl_timeout", "hang", "signal", "kill_in_checkpoint")
 RAISING = ("cuda_oom", "run_config_missing", "nccl_timeout")
+
+# Where in a run a fault can strike, in the order the driver passes them:
+#   startup     before any worker exists (only a raising fault at fault.at_step=0)
+#   step        the start of a step, before its rollouts (signal)
+#   rollout     inside the rollout workers' generate (hang)
+#   train       inside the policy workers' train_step (the raising faults)
+#   checkpoint  a save's files written into tmp_step_N, not yet renamed (kill_in_checkpoint)
+Phase = Literal["startup", "step", "rollout", "train", "checkpoint"]
+PHASES: tuple[Phase, ...] = ("startup", "step", "rollout", "train", "checkpoint")
+# Phases whose fault a worker acts out: `FaultPlan.at` hands the kind back for the driver to pass on.
+WORKER_PHASES: tuple[Phase, ...] = ("rollout", "train")
+_PHASE_OF_KIND: dict[str, Phase] = {
+    "cuda_oom": "train",
+    "run_config_missing": "train",
+    "nccl_timeout": "train",
+    "hang": "rollout",
+    "signal": "step",
+    "kill_in_checkpoint": "checkpoint",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One planned failure: what, at which step, at which phase of it (`signal` for kind=signal)."""
+
+    kind: str
+    step: int
+    phase: Phase
+    signal: str = "SIGKILL"
+
+
+def phase_of(kind: str, at_step: int) -> Phase:
+    """Where `kind` strikes; a raising fault at step 0 strikes at startup, before the workers."""
+    if kind in RAISING and at_step == 0:
+        return "startup"
+    return _PHASE_OF_KIND[kind]
 
 
 def attempt_from_env(env: Mapping[str, str]) -> int:
@@ -106,3 +152,65 @@ def die_by_signal(name: str) -> NoReturn:
     os.kill(os.getpid(), getattr(signal, name))
     time.sleep(30)  # a catchable signal may need a moment to be delivered
     os._exit(128 + int(getattr(signal, name)))
+
+
+def act_out(fault: Fault) -> None:
+    """Make a driver-side fault happen in this process; returns only for a graceful signal."""
+    if fault.phase == "startup":
+        raise_fault(fault.kind, rank=1)
+    if fault.phase == "step":
+        log.warning("fault injection: signal", signal=fault.signal, step=fault.step)
+        if fault.signal in ("SIGTERM", "SIGUSR1"):
+            os.kill(os.getpid(), getattr(signal, fault.signal))  # the graceful-stop path, exit 75
+            return
+        die_by_signal(fault.signal)
+    if fault.phase == "checkpoint":
+        log.warning("fault injection: killing the trainer in the middle of a checkpoint", step=fault.step)
+        die_by_signal("SIGKILL")
+    raise ValueError(f"fault {fault.kind!r} at {fault.phase!r} is acted out by a worker, not the driver")
+
+
+class FaultPlan:
+    """At most one armed fault, fired once, at its step and phase.
+
+    `at(step, phase)` is the one hook the driver calls at every point a fault can strike. A
+    driver-side fault is acted out right there (raise, kill, signal); a worker-side one (`hang`,
+    the raising faults in `train`) is returned so the driver hands it to the worker that fails.
+    """
+
+    def __init__(self, fault: Fault | None, act: Callable[[Fault], None] = act_out) -> None:
+        self.fault = fault
+        self.fired = False
+        self._act = act
+
+    @classmethod
+    def from_config(
+        cls,
+        cfg: FaultConfig,
+        *,
+        resumed: bool,
+        env: Mapping[str, str],
+        act: Callable[[Fault], None] = act_out,
+    ) -> FaultPlan:
+        if not fault_armed(cfg.kind, cfg.only_first_attempt, resumed, env):
+            return cls(None, act)
+        return cls(Fault(cfg.kind, cfg.at_step, phase_of(cfg.kind, cfg.at_step), cfg.signal), act)
+
+    @property
+    def kind(self) -> str:
+        """The armed fault's kind, or "none" (what the run-starting log line shows)."""
+        return "none" if self.fault is None else self.fault.kind
+
+    def disarm(self) -> None:
+        """Fire nothing more: a graceful stop's checkpoint must land, so it is never a fault point."""
+        self.fault = None
+
+    def at(self, step: int, phase: Phase) -> str | None:
+        """The fault due at this step and phase (acted out here if driver-side), else None."""
+        f = self.fault
+        if f is None or self.fired or f.step != step or f.phase != phase:
+            return None
+        self.fired = True
+        if phase not in WORKER_PHASES:
+            self._act(f)
+        return f.kind

@@ -1,22 +1,17 @@
-"""Pure parts: config, retention ranking, atomic writes, rewards, tokenizer, sampling, cache checks."""
+"""Pure parts: config, tokenizer, sampling, batch packing, cache checks."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
-import torch
 
-from trainer import checkpoint as ckpt
 from trainer.cache_hygiene import check_caches
 from trainer.config import ConfigError, config_hash, load_config, parse_duration
-from trainer.faults import attempt_from_env, fault_armed
 from trainer.generation.base import sample_seed
 from trainer.generation.torch_backend import TorchGenerationBackend
 from trainer.models import ModelSpec
-from trainer.tasks import PromptSource, build_task, exact_match, partial_credit
 from trainer.tokenizer import CharTokenizer
 from trainer.workers.policy import pack_batch
 
@@ -72,66 +67,7 @@ def test_duration_parsing_matches_nemo_rl_format() -> None:
     assert parse_duration("01:00") == 60
 
 
-# -- checkpoints ------------------------------------------------------------------------------------------
-
-
-def test_retention_keeps_top_k_by_metric_plus_the_latest() -> None:
-    entries = [(1, 0.5), (2, 0.9), (3, 0.1), (4, 0.7), (5, 0.2)]
-    assert ckpt.select_to_delete(entries, 2, higher_is_better=True) == [1, 3]  # keep 2, 4 and latest 5
-
-
-def test_retention_ties_favour_the_newer_step_and_missing_metrics_go_first() -> None:
-    assert ckpt.select_to_delete([(1, 0.5), (2, 0.5), (3, 0.5)], 2, True) == [1]
-    assert ckpt.select_to_delete([(1, None), (2, 0.1), (3, 0.2)], 2, True) == [1]
-    assert ckpt.select_to_delete([(1, 0.1), (2, 0.5), (3, 0.9)], 1, False) == [2]  # lower is better
-    assert ckpt.select_to_delete([(1, 0.1), (2, 0.5)], None, True) == []
-
-
-def test_apply_retention_deletes_directories_on_disk(tmp_path: Path) -> None:
-    for step, acc in [(1, 0.9), (2, 0.1), (3, 0.5)]:
-        d = tmp_path / f"step_{step}"
-        d.mkdir()
-        (d / ckpt.INFO).write_text(json.dumps({"step": step, "metrics": {"val/accuracy": acc}}))
-    assert ckpt.apply_retention(tmp_path, "val:accuracy", 1, True) == [2]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_1", "step_3"]
-    assert ckpt.best_checkpoint(tmp_path, "val:accuracy", True)[1] == 0.9
-
-
-def test_incomplete_checkpoints_are_never_resumed_and_get_cleaned(tmp_path: Path) -> None:
-    (tmp_path / "step_2").mkdir()
-    (tmp_path / "step_2" / ckpt.INFO).write_text("{}")
-    (tmp_path / "tmp_step_4").mkdir()
-    (tmp_path / "step_5").mkdir()  # no training_info.json: not complete
-    assert ckpt.latest_checkpoint(tmp_path) == tmp_path / "step_2"
-    ckpt.clean_stale_tmp(tmp_path)
-    assert not (tmp_path / "tmp_step_4").exists()
-
-
-def test_atomic_json_write_leaves_no_temp_files_and_replaces(tmp_path: Path) -> None:
-    target = tmp_path / "status.json"
-    ckpt.write_json_atomic(target, {"a": 1})
-    ckpt.write_json_atomic(target, {"a": 2})
-    assert json.loads(target.read_text()) == {"a": 2}
-    assert [p.name for p in tmp_path.iterdir()] == ["status.json"]
-
-
-def test_finalize_renames_tmp_to_step(tmp_path: Path) -> None:
-    tmp = ckpt.tmp_dir_for(tmp_path, 3)
-    (tmp / "policy").mkdir(parents=True)
-    (tmp / "policy" / "w").write_text("x")
-    final = ckpt.finalize(tmp_path, 3)
-    assert final == tmp_path / "step_3" and (final / "policy" / "w").read_text() == "x"
-    assert not tmp.exists()
-
-
-# -- tasks, tokenizer, rewards -------------------------------------------------------------------------------
-
-
-def test_rewards() -> None:
-    assert exact_match(" cba", "cba") == 1.0
-    assert exact_match("cb", "cba") == 0.0
-    assert partial_credit("cbx", "cba") == pytest.approx(2 / 3)
-    assert partial_credit("7x", "7") == pytest.approx(0.5)
+# -- tokenizer ------------------------------------------------------------------------------------------
 
 
 def test_char_tokenizer_round_trip_stops_at_eos() -> None:
@@ -141,28 +77,6 @@ def test_char_tokenizer_round_trip_stops_at_eos() -> None:
     assert tok.decode([*ids[1:], tok.eos_id, 3]) == "ab>"
     with pytest.raises(ValueError):
         tok.encode("z")
-
-
-def test_prompt_source_state_round_trips(tmp_path: Path) -> None:
-    cfg = load_config(None, ["data.task=reverse"])
-    task = build_task(cfg.data)
-    a = PromptSource(task, 1)
-    a.next_batch(5)
-    state = a.state_dict()
-    b = PromptSource(task, 999)
-    b.load_state_dict(state)
-    assert a.next_batch(4) == b.next_batch(4)
-
-
-def test_jsonl_task_reads_prompts_and_answers(tmp_path: Path) -> None:
-    f = tmp_path / "train.jsonl"
-    f.write_text('{"prompt": "2+2=", "answer": "4"}\n{"input": "1+1=", "output": 2}\n')
-    cfg = load_config(None, ["data.task=jsonl", f"data.train_jsonl_fpath={f}"])
-    task = build_task(cfg.data)
-    src = PromptSource(task, 0)
-    got = {e.prompt: e.answer for e in src.next_batch(4)}
-    assert got == {"2+2=": "4", "1+1=": "2"}
-    assert src.epoch == 1
 
 
 # -- sampling ------------------------------------------------------------------------------------------
@@ -197,17 +111,7 @@ def test_vllm_is_never_imported_on_the_cpu_path() -> None:
     assert "vllm" not in sys.modules
 
 
-# -- faults and caches -----------------------------------------------------------------------------------
-
-
-def test_faults_fire_only_on_the_first_attempt_of_a_fresh_run() -> None:
-    assert fault_armed("cuda_oom", True, resumed=False, env={})
-    assert fault_armed("cuda_oom", True, resumed=False, env={"SHEPHERD_ATTEMPT": "1"})
-    assert not fault_armed("cuda_oom", True, resumed=False, env={"SHEPHERD_ATTEMPT": "2"})
-    assert not fault_armed("cuda_oom", True, resumed=True, env={})
-    assert fault_armed("cuda_oom", False, resumed=True, env={"SHEPHERD_ATTEMPT": "3"})
-    assert not fault_armed("none", False, resumed=False, env={})
-    assert attempt_from_env({"SHEPHERD_ATTEMPT": "junk"}) == 1
+# -- caches -----------------------------------------------------------------------------------------
 
 
 def test_cache_check_names_each_unusable_dir(tmp_path: Path) -> None:
@@ -224,12 +128,3 @@ def test_cache_check_names_each_unusable_dir(tmp_path: Path) -> None:
     if os.geteuid() != 0:  # root can write anywhere
         assert not res["TRITON_CACHE_DIR"].ok
     assert "XDG_CACHE_HOME" not in res
-
-
-def test_oom_fault_raises_the_real_torch_exception_type() -> None:
-    from trainer.faults import raise_fault
-
-    with pytest.raises(torch.OutOfMemoryError, match=r"CUDA out of memory\. Tried to allocate"):
-        raise_fault("cuda_oom")
-    with pytest.raises(FileNotFoundError, match=r"run_config.yaml on rank=1. This usually means"):
-        raise_fault("run_config_missing", rank=1, env={"HF_HOME": "/shared/hf"})

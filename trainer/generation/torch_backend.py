@@ -1,4 +1,4 @@
-"""A plain torch sampling loop: the default backend on CPU and GPU."""
+"""A plain torch sampling loop, so generation works on CPU and GPU without vLLM (the default backend)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 def exact_match(response: str, answer: str) -> float:
     return 1.0 if response.strip() == answer.strip() else 0.0
@@ -20,4 +22,7 @@ def partial_credit(response: str, answer: str) -> float:
     return hits / max(len(r), len(a))
 
 
-REWARDS = {"exact_match": exact_match, "partial_credit": partial_credit}
+REWARDS: dict[str, Callable[[str, str], float]] = {
+    "exact_match": exact_match,
+    "partial_credit": partial_credit,
+}

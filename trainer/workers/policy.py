@@ -1,4 +1,4 @@
-"""The policy worker: model, optimizer, log-probs and the GRPO train step (one per data-parallel rank)."""
+"""The policy worker, so one data-parallel rank's model, optimizer and GRPO train step live in one actor."""
 
 from __future__ import annotations
 

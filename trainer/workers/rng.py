@@ -1,4 +1,4 @@
-"""Capture and restore every RNG a process owns: python, numpy, torch CPU and CUDA."""
+"""Capture and restore every RNG a process owns (python, numpy, torch CPU and CUDA), for exact resume."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The rollout worker: owns one generation backend."""
+"""The rollout worker, so sampling runs apart from training and scales on its own: it owns one backend."""
 
 from __future__ import annotations
 

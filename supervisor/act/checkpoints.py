@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supervisor.decide.checkpoints import INFO_FILE, choose_in_dir, discover, list_checkpoint_dir
+from supervisor.decide.checkpoints import choose_in_dir, discover, list_checkpoint_dir
 from supervisor.decide.staging import fresh_name, place, staged_root
 from supervisor.domain.runs import RunRow
 from supervisor.domain.spec import JobSpec
+from supervisor.domain.trainer_files import INFO_FILE
 
 
 def newest_checkpoint_step(spec: JobSpec, checkpoint_dir: str | None = None) -> int | None:

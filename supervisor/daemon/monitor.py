@@ -26,6 +26,7 @@ from supervisor.act.actions import Actions
 from supervisor.domain.observations import MetricEvent, StateEvent, Tick
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow
 from supervisor.domain.spec import JobSpec
+from supervisor.domain.trainer_files import METRICS_FILE, STATUS_FILE
 from supervisor.rules.engine import Match, MatcherState, RuleSet, feed, load_ruleset, note_files, scan_lines
 from supervisor.service.watchdog import HeartbeatRegistry
 from supervisor.settings import Settings
@@ -171,7 +172,7 @@ class Monitor:
             base_log_dir(spec, self.settings.runs_dir / run.id),
         )
         if spec.trainer_log_dir is not None:
-            w.status = StatusReader(spec.trainer_log_dir / "status.json")
+            w.status = StatusReader(spec.trainer_log_dir / STATUS_FILE)
         w.driver_exited_at = self._recover_driver_exit(w)
         self.watches[key] = w
         self._refresh_files(w)
@@ -316,8 +317,8 @@ class Monitor:
         """
         if w.metrics is None and not w.tb_fed:
             exp = newest_exp_dir(log_dir)
-            if exp is not None and (exp / "metrics.jsonl").exists():
-                jsonl = exp / "metrics.jsonl"
+            if exp is not None and (exp / METRICS_FILE).exists():
+                jsonl = exp / METRICS_FILE
                 saved = self.store.load_cursor(str(jsonl))
                 w.metrics_saved = FileCursor(*saved) if saved else None
                 w.metrics = MetricsReader(jsonl, w.metrics_saved)

@@ -18,10 +18,10 @@ from typing import Any
 
 import structlog
 
+from supervisor.domain.trainer_files import INFO_FILE, STEP_DIR_RE
+
 log = structlog.get_logger(__name__)
 
-STEP_DIR_RE = re.compile(r"^step_(\d+)$")
-INFO_FILE = "training_info.json"
 
 Listing = tuple[str, Mapping[str, Any] | None, bool]  # (dir name, training_info or None, is_complete)
 

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from supervisor.decide.checkpoints import STEP_DIR_RE
 from supervisor.decide.policy import AttemptRecord, PolicyConfig
 from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow
 from supervisor.domain.spec import JobSpec
+from supervisor.domain.trainer_files import STEP_DIR_RE
 from supervisor.rules.engine import Match
 
 

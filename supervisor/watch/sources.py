@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from supervisor.domain.runs import RunRow
+from supervisor.domain.trainer_files import METRICS_FILE
 from supervisor.watch.metrics import MetricsReader
 from supervisor.watch.tbevents import TensorBoardWatcher, newest_exp_dir
 
@@ -23,7 +24,7 @@ def metric_points(trainer_log_dir: Path) -> list[Point]:
     exp = newest_exp_dir(trainer_log_dir)
     if exp is None:
         return []
-    jsonl = exp / "metrics.jsonl"
+    jsonl = exp / METRICS_FILE
     if jsonl.is_file():
         points = [
             (tag, row.step, value)

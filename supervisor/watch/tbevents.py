@@ -31,6 +31,7 @@ from pathlib import Path
 import structlog
 
 from supervisor.domain.observations import MetricEvent
+from supervisor.domain.trainer_files import EXP_DIR_RE, TENSORBOARD_DIR
 
 log = structlog.get_logger(__name__)
 
@@ -38,7 +39,6 @@ HEADER = 12
 FOOTER = 4
 MAX_RECORD = 256 * 1024 * 1024  # anything larger is corruption, not a scalar
 EVENT_FILE_RE = re.compile(r"events\.out\.tfevents\.")
-EXP_DIR_RE = re.compile(r"^exp_(\d+)$")
 
 # tensorflow DataType enum values (types.proto)
 DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BFLOAT16, DT_HALF = 1, 2, 3, 9, 14, 19
@@ -478,7 +478,7 @@ def find_event_files(log_dir: str | Path) -> list[Path]:
     exp = newest_exp_dir(log_dir)
     if exp is None:
         return []
-    tb = exp / "tensorboard"
+    tb = exp / TENSORBOARD_DIR
     try:
         files = [p for p in tb.rglob("events.out.tfevents.*") if p.is_file()]
     except OSError:

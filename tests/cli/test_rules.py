@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from pathlib import Path
 
-import pytest
-
 from supervisor.cli.rules import rules_check, rules_test
-from supervisor.rules.replay import normalise_line
 
 LOG = """\x1b[36m(DTensorPolicyWorker[rank=0] pid=2812, ip=10.0.0.12)\x1b[0m INFO step 3: loss=0.12
 [36m(RayWorkerWrapper pid=88, ip=10.0.0.2)[0m WARNING To avoid out-of-memory errors, lower gpu_memory_utilization
@@ -31,17 +27,7 @@ slurmstepd: error: *** JOB 77 ON node1 CANCELLED AT 2026-11-21T10:00:00 DUE TO N
 """
 
 
-@pytest.fixture(params=["watch-normaliser", "stand-in"])
-def normaliser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both ways of cleaning lines give the same answers: supervisor.watch.lines, or the CLI's own stand-in."""
-    if request.param == "stand-in":
-        monkeypatch.setitem(sys.modules, "supervisor.watch.lines", None)  # makes the import fail
-    else:
-        pytest.importorskip("supervisor.watch.lines")
-    return str(request.param)
-
-
-def test_rules_test_prints_rule_lines_and_action(tmp_path: Path, normaliser: str) -> None:
+def test_rules_test_prints_rule_lines_and_action(tmp_path: Path) -> None:
     log = tmp_path / "slurm-77.out"
     log.write_bytes(LOG.encode() + b"\xff\xfe broken utf-8\n")
     out = io.StringIO()
@@ -52,7 +38,7 @@ def test_rules_test_prints_rule_lines_and_action(tmp_path: Path, normaliser: str
     assert "node-failure  line 13  -> resume, alert  node node1  supersedes cuda-oom" in text
 
 
-def test_rules_test_json(tmp_path: Path, normaliser: str) -> None:
+def test_rules_test_json(tmp_path: Path) -> None:
     log = tmp_path / "a.log"
     log.write_text(LOG)
     out = io.StringIO()
@@ -103,9 +89,3 @@ def test_rules_check_exit_codes(tmp_path: Path) -> None:
     out = io.StringIO()
     assert rules_check([bad], out) == 1
     assert f"{bad}:3: rules.0.triggr: unknown key" in out.getvalue()
-
-
-def test_normalise_line_strips_ansi_and_ray_prefixes() -> None:
-    assert normalise_line("\x1b[36m(Worker pid=1, ip=10.0.0.1)\x1b[0m hello\n") == "hello"
-    assert normalise_line("[36m(VLLMEngine pid=3) (APIServer pid=4)[0m ERROR x") == "ERROR x"
-    assert normalise_line("[rank7]: torch.OutOfMemoryError") == "[rank7]: torch.OutOfMemoryError"

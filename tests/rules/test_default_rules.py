@@ -14,13 +14,11 @@ from supervisor.rules.engine import (
     MatcherState,
     RuleSet,
     feed,
-    feed_lines,
-    flush,
     load_ruleset,
     note_files,
 )
 from supervisor.rules.model import render_template
-from supervisor.rules.replay import normalise_line
+from supervisor.rules.replay import replay_text
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +27,8 @@ def rs() -> RuleSet:
 
 
 def decided(rs: RuleSet, log: str, source: str = "ray-driver.log") -> list[Match]:
-    """Replay `log` like the tailer would hand it over; the matches that carry a decision."""
-    st = MatcherState(run_id="r1", attempt=1)
-    lines = [(i, normalise_line(raw)) for i, raw in enumerate(log.split("\n"), start=1)]
-    out = feed_lines(rs, st, source, lines) + flush(rs, st)
+    """Replay `log` through the daemon's own normaliser and the engine; the matches that carry a decision."""
+    out = replay_text(rs, log, source, MatcherState(run_id="r1", attempt=1))
     return [m for m in out if not m.followup]
 
 

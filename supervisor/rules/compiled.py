@@ -1,0 +1,228 @@
+"""Rules compiled once for every run's matcher: regexes, prefilter literals (Hyperscan or gated
+`bytes.find`), and the priority order in which rules own an event."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from supervisor.rules.literals import derive_literals
+from supervisor.rules.loader import load_ruleset_rules
+from supervisor.rules.model import (
+    LogTrigger,
+    MetricTrigger,
+    MissingTrigger,
+    PendingTrigger,
+    Rule,
+    StalledTrigger,
+    StateTrigger,
+)
+from supervisor.rules.state import TRACEBACK_MARK
+from supervisor.rules.stepd import STEPD_CANCEL_RE, STEPD_LITERALS, STEPD_OOM_RE
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledLog:
+    regex: re.Pattern[str]
+    exclude: re.Pattern[str] | None
+    sources: tuple[str, ...]
+    literals: tuple[str, ...] | None  # None: no prefilter possible, always run the regex
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRule:
+    rule: Rule
+    order: int
+    logs: tuple[CompiledLog, ...]
+    states: tuple[StateTrigger, ...]
+    state_reasons: tuple[re.Pattern[str] | None, ...]
+    pending: tuple[tuple[PendingTrigger, re.Pattern[str]], ...]
+    stalled: tuple[StalledTrigger, ...]
+    missing: tuple[MissingTrigger, ...]
+    metrics: tuple[MetricTrigger, ...]
+
+    @property
+    def name(self) -> str:
+        return self.rule.name
+
+    @property
+    def priority(self) -> int:
+        return self.rule.priority
+
+
+@dataclass(slots=True)
+class RuleSet:
+    """Rules compiled once (regexes, prefilter literals, priority order); shared by every run's matcher."""
+
+    rules: tuple[CompiledRule, ...]
+    incident_window_s: float = 600.0
+    by_name: dict[str, CompiledRule] = field(default_factory=dict)
+    literals: tuple[str, ...] = ()
+    unfiltered: tuple[CompiledRule, ...] = ()  # rules with a log regex that has no prefilter
+    literal_bytes: tuple[bytes, ...] = ()
+    gates: tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...] = ()  # pure-Python prefilter plan
+    _per_source: dict[str, tuple[CompiledRule, ...]] = field(default_factory=dict)
+    _hs: Any = None
+    _hs_tried: bool = False
+
+    def hyperscan_db(self) -> Any:
+        """A Hyperscan database of the literals (None when hyperscan is not installed): one pass for all."""
+        if not self._hs_tried:
+            self._hs_tried = True
+            self._hs = _compile_hyperscan(self.literal_bytes)
+        return self._hs
+
+    def inhibits(self, inhibitor: str, target: str) -> bool:
+        rule = self.by_name.get(inhibitor)
+        return rule is not None and any(
+            fnmatchcase(target, pat) for pat in rule.rule.inhibits if pat != inhibitor
+        )
+
+    def log_rules_for(self, source: str) -> tuple[CompiledRule, ...]:
+        """Rules (priority order) that can fire on a log line of `source`, including slurmstepd-state ones."""
+        cached = self._per_source.get(source)
+        if cached is None:
+            cached = tuple(
+                r
+                for r in self.rules
+                if r.states
+                or any(not lg.sources or any(fnmatchcase(source, g) for g in lg.sources) for lg in r.logs)
+            )
+            self._per_source[source] = cached
+        return cached
+
+    def patterns(self) -> list[str]:
+        """Every log regex and the slurmstepd patterns: what `grep -E -f` gets in the benchmark."""
+        out = [lg.regex.pattern for r in self.rules for lg in r.logs]
+        out += [STEPD_CANCEL_RE.pattern, STEPD_OOM_RE.pattern]
+        return out
+
+
+def compile_rules(rules: Sequence[Rule], incident_window_s: float = 600.0) -> RuleSet:
+    compiled: list[CompiledRule] = []
+    for order, rule in enumerate(rules):
+        if not rule.enabled:
+            continue
+        trig = rule.all_triggers
+        logs = []
+        for t in trig:
+            if isinstance(t, LogTrigger):
+                lits = t.literals if t.literals is not None else derive_literals(t.regex)
+                logs.append(
+                    CompiledLog(
+                        regex=re.compile(t.regex, re.MULTILINE),
+                        exclude=re.compile(t.exclude) if t.exclude else None,
+                        sources=tuple(t.sources),
+                        literals=tuple(lits) if lits else None,
+                    )
+                )
+        states = tuple(t for t in trig if isinstance(t, StateTrigger))
+        compiled.append(
+            CompiledRule(
+                rule=rule,
+                order=order,
+                logs=tuple(logs),
+                states=states,
+                state_reasons=tuple(re.compile(s.reason) if s.reason else None for s in states),
+                pending=tuple((t, re.compile(t.reason)) for t in trig if isinstance(t, PendingTrigger)),
+                stalled=tuple(t for t in trig if isinstance(t, StalledTrigger)),
+                missing=tuple(t for t in trig if isinstance(t, MissingTrigger)),
+                metrics=tuple(t for t in trig if isinstance(t, MetricTrigger)),
+            )
+        )
+    compiled.sort(key=lambda r: (-r.priority, r.order))
+    all_lits: set[str] = {TRACEBACK_MARK, *STEPD_LITERALS}
+    unfiltered = []
+    for r in compiled:
+        for lg in r.logs:
+            if lg.literals is None:
+                unfiltered.append(r)
+            else:
+                all_lits.update(lg.literals)
+    # A literal that contains another is redundant for the prefilter: the shorter one already finds the line.
+    minimal = sorted(x for x in all_lits if not any(o != x and o in x for o in all_lits))
+    return RuleSet(
+        rules=tuple(compiled),
+        incident_window_s=incident_window_s,
+        by_name={r.name: r for r in compiled},
+        literals=tuple(minimal),
+        literal_bytes=tuple(x.encode() for x in minimal),
+        gates=plan_gates([x.encode() for x in minimal]),
+        unfiltered=tuple({r.name: r for r in unfiltered}.values()),
+    )
+
+
+_COMMON_TOKENS = (
+    b"INFO",
+    b"NCCL INFO ",
+    b"NCCL",
+    b"WARN",
+    b"DEBUG",
+    b"Warning",
+    b" in ",
+    b" the ",
+    b"node",
+    b"ERROR",
+)
+
+
+def plan_gates(literals: Sequence[bytes]) -> tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...]:
+    """Group literals under shared distinctive substrings so the pure-Python prefilter needs fewer passes.
+
+    Each pass costs a full `bytes.find` scan, so 65 literals cost 65 scans; a substring like ``Error`` shared
+    by 15 literals replaces 15 scans with one (plus a cheap `startswith` check at each of its rare hits).
+    Gates must look unusual (a capital, a digit or ``_``, >= 4 bytes) and not be common log tokens.
+    """
+    remaining = set(literals)
+    gates: list[tuple[bytes, tuple[tuple[bytes, int], ...]]] = []
+    while remaining:
+        cands: dict[bytes, set[bytes]] = {}
+        for lit in remaining:
+            for n in range(4, min(len(lit), 12) + 1):
+                for i in range(len(lit) - n + 1):
+                    sub = lit[i : i + n]
+                    if not any(65 <= c <= 90 or c == 95 or 48 <= c <= 57 for c in sub):
+                        continue
+                    if any(tok in sub or sub in tok for tok in _COMMON_TOKENS):
+                        continue
+                    cands.setdefault(sub, set()).add(lit)
+        best = max(cands.items(), key=lambda kv: (len(kv[1]), len(kv[0]), kv[0]), default=None)
+        if best is None or len(best[1]) < 2:
+            gates.extend((lit, ((lit, 0),)) for lit in sorted(remaining))
+            break
+        gate, covered = best
+        gates.append((gate, tuple(sorted((lit, lit.index(gate)) for lit in covered))))
+        remaining -= covered
+    return tuple(gates)
+
+
+def _compile_hyperscan(literals: Sequence[bytes]) -> Any:
+    try:
+        import hyperscan  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    try:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(
+            expressions=list(literals), ids=list(range(len(literals))), elements=len(literals), literal=True
+        )
+    except Exception as exc:  # an old libhs without literal mode: fall back to bytes.find
+        log.warning("hyperscan prefilter unavailable", error=str(exc))
+        return None
+    return db
+
+
+def load_ruleset(
+    paths: Sequence[Path] = (), *, use_default: bool = True, disable: Iterable[str] = ()
+) -> RuleSet:
+    """Load, merge and compile rules files (raises `RulesError` with located problems)."""
+    rules, window = load_ruleset_rules(paths, use_default=use_default, disable=disable)
+    return compile_rules(rules, window)

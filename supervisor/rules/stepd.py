@@ -1,0 +1,33 @@
+"""What slurmstepd writes into a job's output file (cancellations with their reason, oom-kills), read as if
+Slurm had reported the state: so replaying a log shows time limits, preemptions and OOM kills too."""
+
+from __future__ import annotations
+
+import re
+
+from supervisor.domain.jobstate import JobState
+
+STEPD_CANCEL_RE = re.compile(
+    r"\*\*\* (?:JOB|STEP) (\S+) ON (\S+) CANCELLED AT (\S+)(?: DUE TO ([A-Z][A-Z ]*?))?(?: \*\*\*|\s*$)"
+)
+STEPD_OOM_RE = re.compile(
+    r"oom_kill event in StepId=|oom-kill event\(s\) in step|Detected \d+ oom[-_]kill event"
+)
+STEPD_LITERALS = ("CANCELLED AT", "oom_kill event", "oom-kill event")
+DUE_TO_STATE = {
+    "TIME LIMIT": JobState.TIMEOUT,
+    "PREEMPTION": JobState.PREEMPTED,
+    "NODE FAILURE": JobState.NODE_FAIL,
+}
+
+
+def stepd_state(line: str) -> tuple[JobState, str] | None:
+    """The job state slurmstepd announced in an output-file line, with the line's node if any."""
+    if "CANCELLED AT" in line:
+        m = STEPD_CANCEL_RE.search(line)
+        if m:
+            due = (m.group(4) or "").strip()
+            return DUE_TO_STATE.get(due, JobState.CANCELLED), m.group(2)
+    if "oom" in line and STEPD_OOM_RE.search(line):
+        return JobState.OUT_OF_MEMORY, ""
+    return None

@@ -1,0 +1,1 @@
+"""Shepherd: an always-on supervisor for GRPO runs on Slurm + Ray; `ls` this folder to see its pipeline."""

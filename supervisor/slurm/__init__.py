@@ -1,0 +1,1 @@
+"""Slurm as data: argv in, typed observations out; the sbatch request, reconciliation by tag, launchers."""

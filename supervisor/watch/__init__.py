@@ -1,1 +1,1 @@
-"""Watchers: turn files a job writes into the typed events the rules engine consumes (docs/watching.md)."""
+"""Watchers: the files a job writes (logs, progress, metrics) become the observations the rules consume."""

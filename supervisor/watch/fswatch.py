@@ -35,6 +35,7 @@ from typing import Literal
 import anyio
 import anyio.lowlevel
 import structlog
+import watchfiles
 from anyio.abc import TaskGroup, TaskStatus
 
 log = structlog.get_logger(__name__)
@@ -374,8 +375,6 @@ class ChangeSource:
 
     # ---- inotify ---------------------------------------------------------------------------------------
     async def _inotify_loop(self) -> None:
-        import watchfiles
-
         backoff = 0.0
         while True:
             self._wake_inotify = anyio.Event()

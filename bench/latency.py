@@ -45,7 +45,7 @@ import structlog
 from supervisor.daemon.compose import build
 from supervisor.daemon.loops import Daemon
 from supervisor.daemon.monitor import Monitor
-from supervisor.domain.notices import RunEvent
+from supervisor.domain.notices import Notice
 from supervisor.domain.runs import AttemptState, RunState
 from supervisor.intake.queue import new_run_id
 from supervisor.settings import Settings, SlurmSettings, WatchSettings
@@ -75,7 +75,7 @@ class Sink:
         self.seen: dict[str, float] = {}
         self.waiters: dict[str, anyio.Event] = {}
 
-    def publish(self, event: RunEvent) -> None:
+    def publish(self, event: Notice) -> None:
         now = time.time()
         for key in list(self.waiters):
             if key in (event.title or "") or key in (event.excerpt or "") or key == event.run_id:

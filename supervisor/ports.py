@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from supervisor.domain.notices import RunEvent
+from supervisor.domain.notices import Notice
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import RunRow
 
@@ -14,10 +14,10 @@ class ControlError(Exception):
     (CLI, Slack)."""
 
 
-class EventSink(Protocol):
+class NoticeSink(Protocol):
     """Where notices about runs go (the log, Slack's outbox); publishing never blocks supervision."""
 
-    def publish(self, event: RunEvent) -> None: ...
+    def publish(self, notice: Notice) -> None: ...
 
     def publish_plot(self, run_id: str, png: str, title: str) -> None: ...
 

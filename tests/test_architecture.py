@@ -29,9 +29,19 @@ def modules() -> Iterator[tuple[str, Path, ast.Module]]:
         yield name, path, ast.parse(path.read_text(), str(path))
 
 
-def lint_imports(cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def this_checkout(root: Path = REPO) -> dict[str, str]:
+    """A subprocess env that imports `supervisor` from `root`, whatever the venv's editable install says."""
+    return {**os.environ, "PYTHONPATH": str(root)}
+
+
+def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(LINT_IMPORTS), "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=cwd,
+        env=this_checkout(cwd),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -48,7 +58,7 @@ def test_an_upward_import_breaks_the_layers_contract(tmp_path: Path) -> None:
     domain.write_text(
         domain.read_text() + "\nimport supervisor.daemon.compose  # the vocabulary reaching up\n"
     )
-    result = lint_imports(tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    result = lint_imports(tmp_path)
     assert result.returncode == 1, result.stdout[-3000:]
     assert "BROKEN" in result.stdout and "supervisor.domain -> supervisor.daemon.compose" in result.stdout
 
@@ -158,7 +168,11 @@ def test_docs_architecture_names_every_package_and_only_existing_ones() -> None:
 
 def test_docs_architecture_shows_the_graph_the_imports_make() -> None:
     generated = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "import-graph")], capture_output=True, text=True, check=True
+        [sys.executable, str(REPO / "scripts" / "import-graph")],
+        env=this_checkout(),
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     assert generated in ARCHITECTURE.read_text(), "run scripts/import-graph and paste its output"
 

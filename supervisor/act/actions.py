@@ -27,13 +27,13 @@ from supervisor.decide import staging
 from supervisor.decide.history import attempt_records, policy_config
 from supervisor.decide.plan import Alert, Cancel, Complete, GiveUp, Hold, Resume, plan_match
 from supervisor.domain.jobstate import JobState
-from supervisor.domain.notices import RunEvent
+from supervisor.domain.notices import Notice
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import AttemptRow, DecisionRow, RunRow, RunState
 from supervisor.domain.spec import JobSpec
 from supervisor.faultpoints import crash_point
 from supervisor.notify.plot import render_curves
-from supervisor.ports import EventSink, Scheduler, SlurmControl
+from supervisor.ports import NoticeSink, Scheduler, SlurmControl
 from supervisor.rules.engine import Evidence, Match, load_ruleset
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError
@@ -54,7 +54,7 @@ class Actions:
         store: Store,
         slurm: SlurmControl,
         scheduler: Scheduler,
-        sink: EventSink,
+        sink: NoticeSink,
         settings: Settings,
         *,
         clock: Callable[[], float] = time.time,
@@ -66,7 +66,7 @@ class Actions:
         self.settings = settings
         self.clock = clock
 
-    def notify(self, event: RunEvent) -> None:
+    def notify(self, event: Notice) -> None:
         self.sink.publish(event)
 
     def plot(self, run: RunRow, effects: Effects) -> None:
@@ -124,7 +124,7 @@ class Actions:
                 evidence=evidence,
             )
             if followup_id is not None:  # once per signature; Slack folds it into the parent's incident
-                related = RunEvent(
+                related = Notice(
                     run.id,
                     "related",
                     f"{m.rule}: {m.reason}",
@@ -285,7 +285,7 @@ class Actions:
             elif isinstance(effect, Hold):
                 outcomes.append(await self._hold(run, attempt, m))
             elif isinstance(effect, Alert):
-                alert = RunEvent(
+                alert = Notice(
                     run.id,
                     effect.kind,
                     plan.alert_text,
@@ -356,7 +356,7 @@ class Actions:
             f"; changed: {', '.join(changes)}" if changes else ""
         )
         self.scheduler.schedule(run.id, at=at, overrides=overrides, reason=f"{m.rule}: {detail}")
-        resumed = RunEvent(
+        resumed = Notice(
             run.id,
             "resumed",
             alert_text or f"{run.id}: {m.rule}: {m.reason}",
@@ -384,7 +384,7 @@ class Actions:
             event=("gave-up", reason, {"rule": m.rule}),
             attempt=attempt.n,
         )
-        gave_up = RunEvent(
+        gave_up = Notice(
             run.id,
             "gave_up",
             alert_text or f"{run.id}: gave up: {reason}",
@@ -460,7 +460,7 @@ class Actions:
             return  # a rule already decided this attempt's fate (perhaps still carrying it out)
         if state == JobState.COMPLETED:
             self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
-            self.notify(RunEvent(run.id, "completed", f"{run.id} completed", level="info"))
+            self.notify(Notice(run.id, "completed", f"{run.id} completed", level="info"))
             plots: Effects = []
             self.plot(run, plots)
             for effect in plots:
@@ -500,7 +500,7 @@ class Actions:
             self.store.set_run_state(
                 run.id, RunState.FAILED, reason=reason, event=("failed", reason, {}), attempt=attempt.n
             )
-        alert = RunEvent(run.id, "alert", f"{run.id}: {reason}", level="error", needs_human=True)
+        alert = Notice(run.id, "alert", f"{run.id}: {reason}", level="error", needs_human=True)
         self._commit(decision_id, outcome, [lambda: self.notify(alert)])
 
 

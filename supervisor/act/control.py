@@ -18,7 +18,7 @@ from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import RunRow, RunState
 from supervisor.notify.plot import render_curves
 from supervisor.notify.silences import RULE_PREFIX
-from supervisor.ports import CheckpointResolver, ControlError, EventSink, SlurmControl
+from supervisor.ports import CheckpointResolver, ControlError, NoticeSink, SlurmControl
 from supervisor.settings import Settings
 from supervisor.store import Store
 from supervisor.watch.sources import run_metric_points
@@ -203,11 +203,11 @@ class Controller:
 class DaemonRunControl:
     """What Slack commands call: the same Controller as the CLI, plus status text and silences.
 
-    `sink` is the daemon's EventSink: a requested plot goes into the run's thread the same way the
+    `sink` is the daemon's NoticeSink: a requested plot goes into the run's thread the same way the
     completion plot does.
     """
 
-    def __init__(self, controller: Controller, settings: Settings, sink: EventSink) -> None:
+    def __init__(self, controller: Controller, settings: Settings, sink: NoticeSink) -> None:
         self.c = controller
         self.settings = settings
         self.sink = sink

@@ -17,13 +17,13 @@ from supervisor.act.control import Controller, DaemonRunControl
 from supervisor.daemon.loops import DAEMON_THREAD, Daemon, Task
 from supervisor.daemon.monitor import Monitor
 from supervisor.daemon.wakeups import StoreScheduler, Wakeups
-from supervisor.domain.notices import RunEvent
+from supervisor.domain.notices import Notice
 from supervisor.intake.queue import Intake
 from supervisor.logs import LogMode, configure_logging
 from supervisor.notify.sinks import FanOut, LogSink
 from supervisor.notify.slack.service import SlackOutbox, SlackService
 from supervisor.notify.slack.sink import SlackSink
-from supervisor.ports import EventSink
+from supervisor.ports import NoticeSink
 from supervisor.rules.loader import REPO_RULES
 from supervisor.service.reload import Reloader
 from supervisor.service.sdnotify import Notifier
@@ -42,7 +42,7 @@ class Built:
     settings: Settings
     store: Store
     slurm: SlurmClient
-    sink: EventSink
+    sink: NoticeSink
     controller: Controller
     actions: Actions
     monitor: Monitor
@@ -60,7 +60,7 @@ def build(
     *,
     store: Store | None = None,
     slurm: SlurmClient | None = None,
-    sinks: Sequence[EventSink] = (),
+    sinks: Sequence[NoticeSink] = (),
     clock: Callable[[], float] = time.time,
     environ: Mapping[str, str] | None = None,
 ) -> Built:
@@ -80,7 +80,7 @@ def build(
         if settings.slack.mode == "off"
         else SlackOutbox(store.db, settings.slack, environ=environ, clock=clock, run_state=run_state)
     )
-    outlets: list[EventSink] = [LogSink(), *sinks]
+    outlets: list[NoticeSink] = [LogSink(), *sinks]
     if outbox is not None:
         outlets.append(SlackSink(outbox.notifier, store))
     sink = FanOut(outlets)
@@ -111,9 +111,7 @@ def build(
             log.warning("slack settings changed: they take effect at the next restart")
 
     def alert(text: str) -> None:
-        sink.publish(
-            RunEvent(DAEMON_THREAD, "alert", text, level="error", fields={"name": "shepherd daemon"})
-        )
+        sink.publish(Notice(DAEMON_THREAD, "alert", text, level="error", fields={"name": "shepherd daemon"}))
 
     reloader = Reloader(
         [("rules", monitor.reload_rules), ("settings", reload_settings)], alert=alert, notifier=sd

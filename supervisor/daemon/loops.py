@@ -26,7 +26,7 @@ from supervisor.act.checkpoints import newest_checkpoint_step
 from supervisor.daemon.wakeups import Wakeups
 from supervisor.decide.transitions import Transition, transition
 from supervisor.domain.jobstate import JobState
-from supervisor.domain.notices import RunEvent
+from supervisor.domain.notices import Notice
 from supervisor.domain.observations import StateEvent
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow, RunState
@@ -34,7 +34,7 @@ from supervisor.domain.spec import JobSpec, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.faultpoints import crash_point
 from supervisor.intake.queue import Intake, queue_dir_problem
-from supervisor.ports import EventSink
+from supervisor.ports import NoticeSink
 from supervisor.service.sdnotify import Notifier
 from supervisor.service.watchdog import (
     HeartbeatRegistry,
@@ -77,7 +77,7 @@ class Daemon:
         intake: Intake,
         actions: Actions,
         on_state: StateHandler,
-        sink: EventSink,
+        sink: NoticeSink,
         wakeups: Wakeups,
         heartbeats: HeartbeatRegistry,
         sd: Notifier,
@@ -379,7 +379,7 @@ class Daemon:
         logs = "\n".join(str(p) for p in layout.announced_paths(Path(log_dir), job_id))
         if n == 1:
             self.sink.publish(
-                RunEvent(
+                Notice(
                     run.id,
                     "opened",
                     f"{run.name} submitted",
@@ -388,7 +388,7 @@ class Daemon:
             )
         else:
             self.sink.publish(
-                RunEvent(
+                Notice(
                     run.id,
                     "submitted",
                     f"attempt {n} submitted as Slurm job {job_id}",
@@ -491,7 +491,7 @@ class Daemon:
         if not self._blind_alerted and now - self.blind_since >= after:
             self._blind_alerted = True
             self.sink.publish(
-                RunEvent(
+                Notice(
                     DAEMON_THREAD,
                     "alert",
                     f"shepherd cannot see Slurm for {int(now - self.blind_since)} s",
@@ -560,7 +560,7 @@ class Daemon:
             log.info("slurm answers again", blind_for_s=round(blind_for, 1))
             if self._blind_alerted:
                 self.sink.publish(
-                    RunEvent(
+                    Notice(
                         DAEMON_THREAD,
                         "recovered",
                         f"shepherd sees Slurm again after {int(blind_for)} s",

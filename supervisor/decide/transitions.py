@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from supervisor.domain.jobstate import JobState
-from supervisor.domain.notices import RunEvent
+from supervisor.domain.notices import Notice
 from supervisor.domain.observations import StateEvent
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow, RunState
 from supervisor.slurm.reconcile import AttemptUpdate, UpdateKind
@@ -48,7 +48,7 @@ class Transition:
     attempt: AttemptWrite | None = None
     run: RunWrite | None = None
     history: tuple[str, str, dict[str, Any]] | None = None  # (kind, message, data) for the attempt
-    notice: RunEvent | None = None
+    notice: Notice | None = None
     observation: StateEvent | None = None  # what the rules must see
     wake_scheduler: bool = False
     log: tuple[str, str, dict[str, Any]] | None = None  # (level, message, fields)
@@ -134,13 +134,13 @@ def _observed(
         unknown_since=update.missing_since,
     )
     run_write: RunWrite | None = None
-    notice: RunEvent | None = None
+    notice: Notice | None = None
     if not run.state.is_final and run.state not in (RunState.BACKOFF, RunState.QUEUED):
         if obs.state == JobState.PENDING and run.state != RunState.PENDING and not run.held:
             run_write = RunWrite(RunState.PENDING)
         elif obs.state == JobState.RUNNING and run.state != RunState.RUNNING:
             what = f"attempt {n} running on {obs.nodes}"
-            notice = RunEvent(run.id, "started", what)
+            notice = Notice(run.id, "started", what)
             run_write = RunWrite(RunState.RUNNING, event=("running", what, {"nodes": obs.nodes}))
     if not (changed or ended):
         return Transition(attempt=write, run=run_write, notice=notice)

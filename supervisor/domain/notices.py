@@ -10,7 +10,7 @@ LEVELS: dict[str, int] = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 
 
 @dataclass(frozen=True, slots=True)
-class RunEvent:
+class Notice:
     """One thing worth telling people about a run."""
 
     run_id: str

@@ -107,7 +107,7 @@ class AttemptRow:
 
 
 @dataclass(frozen=True, slots=True)
-class EventRow:
+class HistoryEntry:
     id: int
     run_id: str
     attempt: int | None

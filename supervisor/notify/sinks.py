@@ -1,6 +1,6 @@
 """Where notices go: the log always, other sinks (Slack) beside it, none able to stop supervision.
 
-The daemon calls an `EventSink`; the Slack notifier (with its SQLite outbox)
+The daemon calls an `NoticeSink`; the Slack notifier (with its SQLite outbox)
 is one implementation, the log is another. Enqueueing must never block
 supervision: implementations write to their outbox and return.
 """
@@ -11,18 +11,18 @@ from collections.abc import Sequence
 
 import structlog
 
-from supervisor.domain.notices import RunEvent
-from supervisor.ports import EventSink
+from supervisor.domain.notices import Notice
+from supervisor.ports import NoticeSink
 
 log = structlog.get_logger(__name__)
 
 
 class LogSink:
-    """The always-present sink: every event also goes to the daemon's log."""
+    """The always-present sink: every notice also goes to the daemon's log."""
 
-    def publish(self, event: RunEvent) -> None:
-        getattr(log, "warning" if event.level == "error" else event.level)(
-            event.title, run_id=event.run_id, kind=event.kind, rule=event.rule
+    def publish(self, notice: Notice) -> None:
+        getattr(log, "warning" if notice.level == "error" else notice.level)(
+            notice.title, run_id=notice.run_id, kind=notice.kind, rule=notice.rule
         )
 
     def publish_plot(self, run_id: str, png: str, title: str) -> None:
@@ -32,15 +32,15 @@ class LogSink:
 class FanOut:
     """Several sinks; one failing never stops the others or supervision."""
 
-    def __init__(self, sinks: Sequence[EventSink]) -> None:
+    def __init__(self, sinks: Sequence[NoticeSink]) -> None:
         self.sinks = list(sinks)
 
-    def publish(self, event: RunEvent) -> None:
+    def publish(self, notice: Notice) -> None:
         for sink in self.sinks:
             try:
-                sink.publish(event)
+                sink.publish(notice)
             except Exception:
-                log.exception("notification sink failed", sink=type(sink).__name__, run_id=event.run_id)
+                log.exception("notification sink failed", sink=type(sink).__name__, run_id=notice.run_id)
 
     def publish_plot(self, run_id: str, png: str, title: str) -> None:
         for sink in self.sinks:

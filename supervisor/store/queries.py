@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow, EventRow, RunRow, RunState
+from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow, HistoryEntry, RunRow, RunState
 from supervisor.store.connection import (
     connect,
     connect_readonly,
@@ -298,13 +298,13 @@ class Store:
             (run_id, attempt, self.clock(), kind, message, json.dumps(data, default=str)),
         )
 
-    def events(self, run_id: str, *, limit: int = 200) -> list[EventRow]:
+    def events(self, run_id: str, *, limit: int = 200) -> list[HistoryEntry]:
         rows = self.db.execute(
             "SELECT * FROM (SELECT * FROM events WHERE run_id = ? ORDER BY id DESC LIMIT ?) ORDER BY id",
             (run_id, limit),
         ).fetchall()
         return [
-            EventRow(
+            HistoryEntry(
                 r["id"],
                 r["run_id"],
                 r["attempt"],

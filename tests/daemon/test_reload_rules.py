@@ -5,7 +5,7 @@ from pathlib import Path
 import anyio
 
 from supervisor.daemon.compose import build
-from supervisor.domain.notices import RunEvent
+from supervisor.domain.notices import Notice
 from supervisor.domain.spec import JobSpec
 from supervisor.settings import Settings
 
@@ -22,9 +22,9 @@ rules:
 
 class Recorder:
     def __init__(self) -> None:
-        self.events: list[RunEvent] = []
+        self.events: list[Notice] = []
 
-    def publish(self, event: RunEvent) -> None:
+    def publish(self, event: Notice) -> None:
         self.events.append(event)
 
     def publish_plot(self, run_id: str, png: str, title: str) -> None:

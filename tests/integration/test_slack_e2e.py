@@ -394,7 +394,7 @@ def test_a_specs_notify_level_overrides_slack_level_for_its_run(
 ) -> None:
     """No Slurm needed: build() wires the sink; the default spec level leaves slack.level in force."""
     from supervisor.daemon.compose import build
-    from supervisor.domain.notices import RunEvent
+    from supervisor.domain.notices import Notice
     from supervisor.domain.spec import JobSpec
     from supervisor.settings import Settings, SlackSettings
 
@@ -405,11 +405,11 @@ def test_a_specs_notify_level_overrides_slack_level_for_its_run(
     try:
         spec = JobSpec.model_validate({"name": "lvl", "command": ["true"], "notify": {"level": spec_level}})
         built.daemon.store.create_run("lvl-1", "lvl", spec.model_dump_json(), str(tmp_path))
-        built.daemon.sink.publish(RunEvent("lvl-1", "opened", "lvl submitted", fields={"name": "lvl"}))
+        built.daemon.sink.publish(Notice("lvl-1", "opened", "lvl submitted", fields={"name": "lvl"}))
         assert built.slack is not None
         thread = built.slack.notifier.thread("lvl-1")
         assert thread is not None and thread.level == thread_level
-        built.daemon.sink.publish(RunEvent("lvl-1", "started", "running", level="warning"))
+        built.daemon.sink.publish(Notice("lvl-1", "started", "running", level="warning"))
         # The opener, plus the warning only where the run's level lets it through.
         assert built.slack.notifier.pending() == (2 if thread_level == "warning" else 1)
     finally:

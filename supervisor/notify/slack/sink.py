@@ -1,10 +1,10 @@
-"""The daemon's EventSink on Slack: every notice goes to its run's thread through the outbox."""
+"""The daemon's NoticeSink on Slack: every notice goes to its run's thread through the outbox."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from supervisor.domain.notices import RunEvent
+from supervisor.domain.notices import Notice
 from supervisor.notify.routing import ThreadTarget, thread_target
 from supervisor.notify.slack.notifier import Notifier
 from supervisor.store import Store
@@ -19,31 +19,31 @@ class SlackSink:
         run = self.store.get_run(run_id) if self.store is not None else None
         return thread_target(run.spec.notify if run is not None else None)
 
-    def publish(self, event: RunEvent) -> None:
-        if event.kind == "opened" or self.notifier.thread(event.run_id) is None:
-            target = self.target(event.run_id)
+    def publish(self, notice: Notice) -> None:
+        if notice.kind == "opened" or self.notifier.thread(notice.run_id) is None:
+            target = self.target(notice.run_id)
             self.notifier.run_opened(
-                event.run_id,
-                event.fields.get("name", event.run_id),
-                spec_summary=event.fields.get("summary", ""),
-                job_id=event.fields.get("job_id"),
-                log_paths=[p for p in event.fields.get("logs", "").split("\n") if p],
+                notice.run_id,
+                notice.fields.get("name", notice.run_id),
+                spec_summary=notice.fields.get("summary", ""),
+                job_id=notice.fields.get("job_id"),
+                log_paths=[p for p in notice.fields.get("logs", "").split("\n") if p],
                 channel=target.channel,
                 level=target.level,
             )
-            if event.kind == "opened":
+            if notice.kind == "opened":
                 return
         self.notifier.event(
-            event.run_id,
-            event.kind,
-            event.title,
-            event.text,
-            level=event.level,
-            excerpt=event.excerpt,
-            buttons=event.needs_human or event.kind in ("alert", "gave_up"),
-            needs_human=event.needs_human,
-            rule=event.rule,
-            parent=event.fields.get("parent"),
+            notice.run_id,
+            notice.kind,
+            notice.title,
+            notice.text,
+            level=notice.level,
+            excerpt=notice.excerpt,
+            buttons=notice.needs_human or notice.kind in ("alert", "gave_up"),
+            needs_human=notice.needs_human,
+            rule=notice.rule,
+            parent=notice.fields.get("parent"),
         )
 
     def publish_plot(self, run_id: str, png: str, title: str) -> None:

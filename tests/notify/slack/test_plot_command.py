@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from supervisor.daemon.compose import build
-from supervisor.domain.notices import RunEvent
+from supervisor.domain.notices import Notice
 from supervisor.notify.slack.handler import audit_log
 from supervisor.notify.slack.service import SlackService
 from supervisor.settings import Settings
@@ -60,7 +60,7 @@ async def daemonish(tmp_path: Path, standin: SlackStandin) -> AsyncIterator[Daem
     task = asyncio.create_task(svc.run())
     await standin.wait_connected()
     for run_id, name in ((RUN, "gsm8k"), (EARLY, "early")):
-        built.sink.publish(RunEvent(run_id, "opened", f"{name} submitted", fields={"name": name}))
+        built.sink.publish(Notice(run_id, "opened", f"{name} submitted", fields={"name": name}))
     await eventually(lambda: len(standin.top_level()) == 2)
     try:
         yield Daemonish(store, svc, settings)

@@ -214,8 +214,3 @@ def configure_logging(
     root.setLevel(max(FOREIGN_LEVEL, level_no))
     logging.captureWarnings(True)
     return resolved
-
-
-def bind_context(**values: Any) -> None:
-    """Attach fields (run id, spec name) to every event logged from this task/thread."""
-    structlog.contextvars.bind_contextvars(**values)

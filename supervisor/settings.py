@@ -16,8 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from supervisor.domain.notices import Level
-
-SLACK_ID_PATTERN = r"^[A-Z0-9][A-Z0-9_]{1,30}$"
+from supervisor.domain.spec import MAX_SPEC_BYTES
 
 
 class SlackSettings(BaseModel):
@@ -157,7 +156,7 @@ class Settings(BaseSettings):
 
     root: Path = Field(default_factory=default_root)
     config_file: Path | None = None
-    max_spec_bytes: int = 256 * 1024
+    max_spec_bytes: int = MAX_SPEC_BYTES
     spec_settle_s: float = Field(
         default=0.3, description="a queued file must be unchanged this long before claiming"
     )

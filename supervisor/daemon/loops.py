@@ -105,7 +105,6 @@ class Daemon:
         # sacct (slurmdbd) can be down while squeue answers: ends are settled from squeue, and their exit
         # codes are asked for again until sacct has them (see exit_codes_owed).
         self.accounting_down_since: float | None = None
-        self.last_poll_ok: float | None = None
         self.ready = anyio.Event()
         self.python_bin_dir = settings.python.parent if settings.python else Path(sys.executable).parent
 
@@ -570,7 +569,6 @@ class Daemon:
                 )
         self._blind_alerted = False
         self.blind_since = None
-        self.last_poll_ok = self.clock()
 
     async def _apply(self, update: AttemptUpdate) -> None:
         """Write down what one update changes (decide/transitions.py), then let the rules see it."""
@@ -643,14 +641,3 @@ class Daemon:
             await self.on_state(run, attempt, event)
         except Exception:
             log.exception("state handler failed", run_id=run_id, attempt=n)
-
-    def status_summary(self) -> dict[str, Any]:
-        runs = self.store.list_runs()
-        counts: dict[str, int] = {}
-        for r in runs:
-            counts[r.state.value] = counts.get(r.state.value, 0) + 1
-        return {
-            "counts": counts,
-            "blind_since": self.blind_since,
-            "accounting_down_since": self.accounting_down_since,
-        }

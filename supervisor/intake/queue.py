@@ -19,7 +19,7 @@ from pathlib import Path
 
 import structlog
 
-from supervisor.domain.spec import JobSpec, check_spec_files, load_spec
+from supervisor.domain.spec import MAX_SPEC_BYTES, JobSpec, check_spec_files, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
 
 log = structlog.get_logger(__name__)
@@ -87,7 +87,7 @@ class Intake:
         runs_dir: Path,
         rejected_dir: Path,
         *,
-        max_bytes: int = 256 * 1024,
+        max_bytes: int = MAX_SPEC_BYTES,
         settle_s: float = 0.3,
         clock: Callable[[], float] = time.time,
     ) -> None:

@@ -23,10 +23,6 @@ REPO_RULES = Path(__file__).resolve().parents[2] / "rules"  # the shipped rules,
 DEFAULT_RULES_PATH = REPO_RULES / "default.yaml"
 
 
-def default_rules_file() -> Path:
-    return DEFAULT_RULES_PATH
-
-
 class RulesError(YamlDocumentError):
     """One or more rules files were refused; `errors` holds each located problem."""
 

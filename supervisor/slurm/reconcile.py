@@ -14,7 +14,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from supervisor.domain.jobstate import JobState
 from supervisor.domain.runs import AttemptRow, AttemptState
 from supervisor.slurm.parse import JobObservation
 
@@ -116,7 +115,3 @@ def reconcile(
             kind = UpdateKind.UNKNOWN if now - since >= grace_s else UpdateKind.MISSING
             updates.append(AttemptUpdate(a.run_id, a.n, kind, None, missing_since=since))
     return updates
-
-
-def is_steady(state: JobState | None) -> bool:
-    return state in (JobState.RUNNING, JobState.PENDING)

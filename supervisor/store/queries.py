@@ -20,9 +20,7 @@ from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow, Histor
 from supervisor.store.connection import (
     connect,
     connect_readonly,
-    migrate_locked,
     schema_version,
-    setup_lock,
     transaction,
 )
 
@@ -52,11 +50,6 @@ class Store:
     @property
     def schema_version(self) -> int:
         return schema_version(self.db)
-
-    def migrate(self) -> None:
-        """Bring the schema up to date (the version is re-read under the setup lock)."""
-        with setup_lock(self.path):
-            migrate_locked(self.db, self.path)
 
     # ---- runs ---------------------------------------------------------------------------------------
     def create_run(self, run_id: str, name: str, spec_json: str, spec_path: str) -> RunRow:

@@ -123,10 +123,6 @@ def collapse_cr_bytes(data: bytes) -> bytes:
     return b"\r".join([*kept, last])
 
 
-def strip_ansi(text: str) -> str:
-    return _ANSI_RE.sub("", text)
-
-
 def split_prefix(text: str) -> tuple[str, str]:
     """(prefix, rest): peels stacked Ray/rank prefixes off the start of a line."""
     pos = 0
@@ -249,8 +245,3 @@ def normalise_line(raw: bytes | str, max_chars: int = MAX_LINE_CHARS) -> Line:
         text = text.replace("\n", " ")
     batch = normalise_text(text + "\n", 1, max_chars)
     return batch.line(0) if batch.texts else Line("")
-
-
-def clean_lines(data: bytes) -> list[str]:
-    """Only the texts: the cheapest form for callers that ignore prefixes and repeat counts."""
-    return normalise_chunk(data).texts

@@ -38,7 +38,6 @@ log = structlog.get_logger(__name__)
 HEADER = 12
 FOOTER = 4
 MAX_RECORD = 256 * 1024 * 1024  # anything larger is corruption, not a scalar
-EVENT_FILE_RE = re.compile(r"events\.out\.tfevents\.")
 
 # tensorflow DataType enum values (types.proto)
 DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BFLOAT16, DT_HALF = 1, 2, 3, 9, 14, 19
@@ -68,10 +67,6 @@ def masked_crc32c(data: bytes) -> int:
 
 
 # ---- TFRecord framing -----------------------------------------------------------------------------------
-class CorruptRecord(ValueError):
-    """A record whose framing CRC does not match: stop there rather than decode garbage."""
-
-
 def split_records(buf: bytes, verify_data: bool = False) -> tuple[list[bytes], int, str]:
     """Whole records at the start of `buf`: (payloads, bytes consumed, problem or "").
 

@@ -216,7 +216,7 @@ class Notifier:
                 inc.recovering_since = None  # the trouble goes on
                 self._save_incident(db, inc)
             elif plan.kind == "headline":
-                if inc is None:
+                if inc is None or not plan.promote:
                     inc = self._new_incident(db, run_id, headline, now, now)
                 else:  # the decision becomes the headline; the alerts it waited on are grouped under it
                     old = inc.headline

@@ -16,6 +16,7 @@ class AttemptOverrides:
     env: Mapping[str, str] = field(default_factory=dict)
     sbatch_args: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    mounts: tuple[str, ...] = ()  # container mounts added to the spec's (a shared cache dir, say)
     reason: str = ""
 
     @classmethod
@@ -26,6 +27,7 @@ class AttemptOverrides:
             env=dict(d.get("env") or {}),
             sbatch_args=tuple(d.get("sbatch_args") or ()),
             exclude=tuple(d.get("exclude") or ()),
+            mounts=tuple(d.get("mounts") or ()),
             reason=str(d.get("reason") or ""),
         )
 
@@ -36,5 +38,6 @@ class AttemptOverrides:
             "env": dict(self.env),
             "sbatch_args": list(self.sbatch_args),
             "exclude": list(self.exclude),
+            "mounts": list(self.mounts),
             "reason": self.reason,
         }

@@ -25,6 +25,25 @@ ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_SBATCH = ("--job-name", "-J", "--comment", "--output", "-o", "--error", "-e", "--parsable", "--wrap")
 
 MAX_SPEC_BYTES = 256 * 1024
+DEADLINE_AUTO = "auto"
+NEMO_RL_DEADLINE_ARG = "checkpointing.checkpoint_must_save_by={deadline}"
+
+
+def slurm_time_s(value: str) -> int | None:
+    """Seconds in a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS); None: unlimited/bad."""
+    if not TIME_RE.fullmatch(value) or value in ("UNLIMITED", "INFINITE"):
+        return None
+    days, _, rest = value.rpartition("-")
+    parts = [int(x) for x in rest.split(":")]
+    if days:
+        # D-HH, D-HH:MM, D-HH:MM:SS
+        hh, mm, ss = [*parts, 0, 0][:3]
+        return int(days) * 86400 + hh * 3600 + mm * 60 + ss
+    if len(parts) == 1:
+        return parts[0] * 60  # minutes
+    if len(parts) == 2:
+        return parts[0] * 60 + parts[1]  # MM:SS
+    return parts[0] * 3600 + parts[1] * 60 + parts[2]
 
 
 class _Strict(BaseModel):
@@ -102,6 +121,30 @@ class ResumeSpec(_Strict):
         description="argv pointing the trainer at a staged checkpoint dir, with {checkpoint_dir}; an argv "
         "element with the same `key=` prefix is replaced (checkpointing.checkpoint_dir={checkpoint_dir})",
     )
+    deadline_arg: str | None = Field(
+        default=DEADLINE_AUTO,
+        description="the override that makes the trainer save and stop before Slurm's time limit, with "
+        "{deadline} (DD:HH:MM:SS after start); `auto`: NeMo RL's checkpointing.checkpoint_must_save_by "
+        "for the nemo-rl launcher, none for shepherd's; null: never",
+    )
+    deadline_margin: str = Field(
+        default="00:10:00",
+        description="how long before the time limit the trainer must have saved (at most a quarter of it)",
+    )
+
+    @field_validator("deadline_arg")
+    @classmethod
+    def _has_deadline(cls, v: str | None) -> str | None:
+        if v not in (None, DEADLINE_AUTO) and "{deadline}" not in v:
+            raise ValueError("must contain {deadline}, e.g. checkpointing.checkpoint_must_save_by={deadline}")
+        return v
+
+    @field_validator("deadline_margin")
+    @classmethod
+    def _margin(cls, v: str) -> str:
+        if slurm_time_s(v) is None:
+            raise ValueError("expected a Slurm time like 10, 00:10:00 or 0-00:10:00")
+        return v
 
     @field_validator("pass_checkpoint")
     @classmethod
@@ -118,6 +161,23 @@ class ResumeSpec(_Strict):
                 "must contain {checkpoint_dir}, e.g. ['checkpointing.checkpoint_dir={checkpoint_dir}']"
             )
         return v
+
+
+class LauncherSpec(_Strict):
+    """The batch script a run's jobs go through, and so the files they write."""
+
+    kind: Literal["shepherd", "nemo-rl"] = Field(
+        default="shepherd", description="shepherd: our ray.sub; nemo-rl: NeMo RL's own ray.sub, unmodified"
+    )
+    script: Path | None = Field(default=None, description="NeMo RL's ray.sub (e.g. /shared/me/RL/ray.sub)")
+
+    @model_validator(mode="after")
+    def _script(self) -> LauncherSpec:
+        if self.kind == "nemo-rl" and self.script is None:
+            raise ValueError("launcher nemo-rl needs `script`: the path of NeMo RL's ray.sub")
+        if self.script is not None and not self.script.is_absolute():
+            raise ValueError("launcher.script must be an absolute path")
+        return self
 
 
 class RulesSpec(_Strict):
@@ -137,6 +197,7 @@ class JobSpec(_Strict):
     workdir: Path | None = None
     env: dict[str, str] = Field(default_factory=dict)
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
+    launcher: LauncherSpec = Field(default_factory=LauncherSpec)
     container: ContainerSpec | None = None
     log_dir: Path | None = Field(
         default=None, description="BASE_LOG_DIR: <log_dir>/<jobid>-logs/ is written there"
@@ -197,6 +258,36 @@ class JobSpec(_Strict):
         if self.checkpoint is not None and not self.checkpoint.dir.is_absolute():
             raise ValueError("checkpoint.dir must be an absolute path")
         return self
+
+    @model_validator(mode="after")
+    def _nemo_rl_needs(self) -> JobSpec:
+        """What NeMo RL's ray.sub cannot run without, said at submission instead of after the queue."""
+        if self.launcher.kind != "nemo-rl":
+            return self
+        missing = [
+            why
+            for ok, why in (
+                (self.slurm.account, "slurm.account (its steps run `srun -A $SLURM_JOB_ACCOUNT`)"),
+                (self.slurm.partition, "slurm.partition (its steps run `srun -p $SLURM_JOB_PARTITION`)"),
+                (self.container, "container.image (every step runs in a pyxis container)"),
+                (
+                    self.container and self.container.mounts,
+                    "container.mounts (pyxis refuses an empty --container-mounts; mount the shared paths)",
+                ),
+            )
+            if not ok
+        ]
+        if missing:
+            raise ValueError("launcher nemo-rl needs " + "; ".join(missing))
+        return self
+
+    @property
+    def deadline_arg_template(self) -> str | None:
+        """The deadline override to pass, `auto` resolved by launcher."""
+        arg = self.resume.deadline_arg
+        if arg == DEADLINE_AUTO:
+            return NEMO_RL_DEADLINE_ARG if self.launcher.kind == "nemo-rl" else None
+        return arg
 
     def argv(self) -> list[str]:
         """The driver's argv inside the job: a string command runs under bash -c, as one argument."""

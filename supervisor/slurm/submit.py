@@ -1,46 +1,36 @@
 """Turn (spec, attempt, resume overrides) into one sbatch request: a pure function.
 
-Keeping this pure means the exact argv of every attempt can be tested without
-Slurm, and a resume's fix (an env patch, an excluded node) is visibly data.
+Keeping this pure means the exact argv of every attempt can be tested without Slurm, and a resume's fix
+(an env patch, an excluded node, an extra mount) is visibly data. What differs between launchers (how the
+driver is handed over, which sbatch options, which env) is asked of the launcher's own module.
 """
 
 from __future__ import annotations
 
 import os
-from importlib import resources
 from pathlib import Path
 
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.spec import JobSpec
 from supervisor.slurm.client import SubmitRequest
-from supervisor.slurm.launchers import layout
+from supervisor.slurm.command import as_argv, as_shell, driver_command
+from supervisor.slurm.launchers import layout, nemo_rl, shepherd
+from supervisor.slurm.launchers.layout import FileContract
 from supervisor.slurm.parse import make_comment, make_job_name
-
-
-def launch_script() -> Path:
-    """The ray.sub shipped in the package (sbatch copies it at submit time: an installed path is fine)."""
-    return Path(str(resources.files("supervisor.slurm.launchers") / "ray.sub"))
 
 
 def base_log_dir(spec: JobSpec, run_dir: Path) -> Path:
     return spec.log_dir if spec.log_dir is not None else run_dir / "logs"
 
 
-def with_checkpoint_dir(argv: list[str], template: list[str], checkpoint_dir: str) -> list[str]:
-    """`argv` pointed at `checkpoint_dir`: a `key=` element already there is replaced, the rest appended.
+def file_contract(spec: JobSpec) -> FileContract:
+    """What the files of this spec's jobs mean (its launcher's contract)."""
+    return nemo_rl.CONTRACT if spec.launcher.kind == "nemo-rl" else shepherd.CONTRACT
 
-    Replacing keeps one value per key (Hydra-style parsers may refuse the same key twice).
-    """
-    out = list(argv)
-    for t in template:
-        arg = t.replace("{checkpoint_dir}", checkpoint_dir)
-        prefix = t.split("{checkpoint_dir}", 1)[0]
-        at = next((i for i, a in enumerate(out) if prefix.endswith("=") and a.startswith(prefix)), None)
-        if at is None:
-            out.append(arg)
-        else:
-            out[at] = arg
-    return out
+
+def container_mounts(spec: JobSpec, overrides: AttemptOverrides) -> list[str]:
+    own = spec.container.mounts if spec.container is not None else []
+    return list(dict.fromkeys([*own, *overrides.mounts]))
 
 
 def build_submit_request(
@@ -55,12 +45,12 @@ def build_submit_request(
 ) -> SubmitRequest:
     s = spec.slurm
     log_dir = base_log_dir(spec, run_dir)
+    nemo = spec.launcher.kind == "nemo-rl"
     opts = [
         f"--job-name={make_job_name(run_id, attempt)}",
         f"--comment={make_comment(run_id, attempt)}",
         f"--nodes={s.nodes}",
-        "--ntasks-per-node=1",
-        f"--cpus-per-task={s.cpus}",
+        *([] if nemo else shepherd.options(s.cpus)),
         f"--output={log_dir}/{layout.OUTPUT_PATTERN}",
         "--export=ALL",
     ]
@@ -86,16 +76,7 @@ def build_submit_request(
     opts.extend(s.extra_args)
     opts.extend(overrides.sbatch_args)
 
-    argv = spec.argv()
-    if overrides.checkpoint and spec.resume.pass_checkpoint:
-        argv = [
-            *argv,
-            *(a.replace("{checkpoint}", overrides.checkpoint) for a in spec.resume.pass_checkpoint),
-        ]
-
-    if overrides.checkpoint_dir and spec.resume.checkpoint_dir_arg:
-        argv = with_checkpoint_dir(argv, spec.resume.checkpoint_dir_arg, overrides.checkpoint_dir)
-
+    command = driver_command(spec, overrides)
     env: dict[str, str] = {}
     path = os.environ.get("PATH", "/usr/bin:/bin")
     if python_bin_dir is not None:
@@ -115,12 +96,22 @@ def build_submit_request(
         env["SHEPHERD_CHECKPOINT_DIR"] = overrides.checkpoint_dir
     elif spec.checkpoint is not None:
         env["SHEPHERD_CHECKPOINT_DIR"] = str(spec.checkpoint.dir)
+    if nemo:
+        image = spec.container.image if spec.container is not None else ""
+        env.update(nemo_rl.env(as_shell(command), image, container_mounts(spec, overrides), s.gpus_per_node))
+        return SubmitRequest(
+            script=spec.launcher.script or Path("ray.sub"),
+            script_args=[],
+            options=opts,
+            env=env,
+            workdir=spec.workdir or run_dir,
+        )
     if spec.container is not None:
         env["CONTAINER"] = spec.container.image
-        env["MOUNTS"] = ",".join(spec.container.mounts)
+        env["MOUNTS"] = ",".join(container_mounts(spec, overrides))
     return SubmitRequest(
-        script=script or launch_script(),
-        script_args=argv,
+        script=script or shepherd.script(),
+        script_args=as_argv(command),
         options=opts,
         env=env,
         workdir=spec.workdir or run_dir,

@@ -8,7 +8,6 @@ from pathlib import Path
 from supervisor.act.checkpoints import stage, stage_or_choose
 from supervisor.decide.checkpoints import Checkpoint
 from supervisor.decide.staging import fresh_name, place, trainer_dir
-from supervisor.slurm.submit import with_checkpoint_dir
 
 ORIG, S = "/ck", "/ck.staged/r/attempt-2"
 
@@ -102,11 +101,3 @@ def test_stage_links_into_a_fresh_dir_when_one_exists(tmp_path: Path) -> None:
     first = stage(tmp_path / "root", tmp_path / "ck" / "step_10", 2)
     second = stage(tmp_path / "root", tmp_path / "ck" / "step_10", 2)
     assert (first.name, second.name) == ("attempt-2", "attempt-2.2")
-
-
-def test_the_checkpoint_dir_override_replaces_the_same_key_or_is_appended() -> None:
-    tmpl = ["checkpointing.checkpoint_dir={checkpoint_dir}"]
-    argv = ["python", "run.py", "checkpointing.checkpoint_dir=/ck", "x=1"]
-    want = ["python", "run.py", "checkpointing.checkpoint_dir=/s", "x=1"]
-    assert with_checkpoint_dir(argv, tmpl, "/s") == want
-    assert with_checkpoint_dir(["t"], ["--ckpt-dir", "{checkpoint_dir}"], "/s") == ["t", "--ckpt-dir", "/s"]

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 OUTPUT_PATTERN = "slurm-%j.out"  # sbatch --output, relative to the base log dir
 LOG_GLOB = "ray-*.log"
@@ -23,6 +25,23 @@ LOG_DIR_RE = re.compile(r"^(?P<job>\d+)(?:-(?P<restart>\d+))?-logs$")
 DRIVER_EXITED = "driver exited with code"
 DRIVER_EXITED_RE = re.compile(r"driver exited with code (-?\d+)")
 STAMP_RE = re.compile(r"\[ray\.sub (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]")
+
+
+@dataclass(frozen=True, slots=True)
+class FileContract:
+    """What a launcher's files mean, where the launchers differ.
+
+    - `ended`: our ray.sub writes ENDED when the driver exits (its absence long after the driver's exit line
+      is NeMo RL #1019); NeMo RL's writes it only when the Ray bring-up failed (the job then exits 1).
+    - `driver_exit_line`: the launcher logs `driver exited with code N` into Slurm's output file.
+    - `output_is_trace`: Slurm's output file holds only the launcher's `set -x` trace, never the driver's
+      output (NeMo RL): rules need not read it for the driver's errors, but slurmstepd's lines land there.
+    """
+
+    name: str
+    ended: Literal["driver-exited", "bring-up-failed"]
+    driver_exit_line: bool
+    output_is_trace: bool
 
 
 def output_file(base: Path, job_id: str) -> Path:

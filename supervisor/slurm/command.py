@@ -41,8 +41,8 @@ def with_args(command: Command, args: Sequence[str]) -> Command:
         for arg in args:
             key = _key(arg)
             if key is not None and has_key(out, key):
-                quoted = shlex.quote(arg)
-                out = _key_token(key).sub(lambda _m: quoted, out, count=1)
+                literal = shlex.quote(arg).replace("\\", "\\\\")  # a template: backslashes doubled
+                out = _key_token(key).sub(literal, out, count=1)
             else:
                 out = f"{out} {shlex.quote(arg)}"
         return out

@@ -23,6 +23,7 @@ from pathlib import Path
 import structlog
 
 from supervisor.act.checkpoints import newest_checkpoint_step, resolve_checkpoint
+from supervisor.act.curves import run_points
 from supervisor.decide import staging
 from supervisor.decide.history import attempt_records, policy_config
 from supervisor.decide.plan import Alert, Cancel, Complete, GiveUp, Hold, Resume, plan_match
@@ -38,7 +39,6 @@ from supervisor.rules.engine import Evidence, Match, load_ruleset
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError
 from supervisor.store import Store
-from supervisor.watch.sources import run_metric_points
 
 log = structlog.get_logger(__name__)
 
@@ -72,7 +72,7 @@ class Actions:
     def plot(self, run: RunRow, effects: Effects) -> None:
         """Reward and validation curves into the run's thread: people would rather look than read."""
         try:
-            points = run_metric_points(run)
+            points = run_points(self.store, self.settings.runs_dir, run)
             if not points:
                 return
             png = render_curves(points, self.settings.runs_dir / run.id / "curves.png", title=run.id)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import anyio.to_thread
 
+from supervisor.act.curves import run_points
 from supervisor.decide.staging import trainer_dir
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import RunRow, RunState
@@ -21,7 +22,6 @@ from supervisor.notify.silences import RULE_PREFIX
 from supervisor.ports import CheckpointResolver, ControlError, NoticeSink, SlurmControl
 from supervisor.settings import Settings
 from supervisor.store import Store
-from supervisor.watch.sources import run_metric_points
 
 
 def no_checkpoints(
@@ -48,17 +48,15 @@ def find_run(store: Store, ref: str) -> RunRow:
     return runs[0]
 
 
-async def plot_run(store: Store, ref: str, out_png: Path) -> tuple[RunRow, Path]:
+async def plot_run(store: Store, runs_dir: Path, ref: str, out_png: Path) -> tuple[RunRow, Path]:
     """The run's reward and validation curves as a PNG at `out_png` (`shepherd plot`, Slack's plot).
 
     The store is read here, in the caller's thread; only the drawing runs in a worker thread.
     """
     run = find_run(store, ref)
-    points = run_metric_points(run)
+    points = run_points(store, runs_dir, run)
     if not points:
-        named = run.spec.trainer_log_dir is not None
-        why = "" if named else " (its spec sets no `trainer_log_dir`)"
-        raise ControlError(f"{run.id} has no metrics yet, so there is nothing to plot{why}")
+        raise ControlError(f"{run.id} has no metrics yet, so there is nothing to plot")
     png = await anyio.to_thread.run_sync(render_curves, points, out_png, run.id)
     return run, png
 
@@ -252,6 +250,8 @@ class DaemonRunControl:
     async def plot(self, run: str, actor: str) -> str:
         """`shepherd plot` into the run's thread; the caller is told at once if there is nothing to draw."""
         r = self.c.find(run)
-        r, png = await plot_run(self.c.store, r.id, self.settings.runs_dir / r.id / "curves.png")
+        r, png = await plot_run(
+            self.c.store, self.settings.runs_dir, r.id, self.settings.runs_dir / r.id / "curves.png"
+        )
         self.sink.publish_plot(r.id, str(png), f"{r.name}: reward and validation")
         return f"plotting {r.id}: the reward and validation curves are on their way into its thread"

@@ -21,9 +21,10 @@ def register(add: AddCommand) -> None:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     """The same drawing that Slack's `/shepherd plot` uses, to a file instead of a thread."""
-    store = open_store(settings_of(args))
+    settings = settings_of(args)
+    store = open_store(settings)
     try:
-        _run, out = anyio.run(plot_run, store, args.run, Path(args.output))
+        _run, out = anyio.run(plot_run, store, settings.runs_dir, args.run, Path(args.output))
     except ControlError as exc:
         print(f"shepherd: {exc}", file=sys.stderr)
         return EXIT_ERROR

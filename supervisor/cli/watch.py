@@ -28,10 +28,11 @@ from supervisor.cli.common import AddCommand, settings_of
 from supervisor.domain.runs import DecisionRow, RunRow
 from supervisor.ports import ControlError
 from supervisor.store import Store
+from supervisor.watch.metric_names import TRAIN_REWARD, VAL_ACCURACY
 
 REFRESH_S = 2.0
-REWARD_TAG = "train/reward_mean"
-VAL_TAG = "val/accuracy"
+REWARD_TAG = TRAIN_REWARD
+VAL_TAG = VAL_ACCURACY
 ROLLOUT_WORDS = ("rollout", "generat", "sampl", "collect")
 TRAIN_WORDS = ("step", "train", "epoch")
 
@@ -69,11 +70,16 @@ def _status(progress: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def training(progress: Mapping[str, Any]) -> Counter | None:
-    """Training steps: the trainer's status.json when it writes one, else a step-like tqdm bar."""
+    """Training steps: the trainer's status.json when it writes one, else NeMo RL's step banner, else a
+    step-like tqdm bar."""
     st = _status(progress)
     if isinstance(st.get("step"), int | float):
         total = st.get("total_steps")
         return Counter("step", float(st["step"]), float(total) if isinstance(total, int | float) else None)
+    banner = progress.get("step")  # NeMo RL's `Step N/M` banner in its driver log
+    if isinstance(banner, Mapping) and isinstance(banner.get("n"), int | float):
+        total = banner.get("total")
+        return Counter("step", float(banner["n"]), float(total) if isinstance(total, int | float) else None)
     for bar in _bars(progress):
         if any(w in bar.label.lower() for w in TRAIN_WORDS) and not _is_rollout(bar.label):
             return bar

@@ -23,7 +23,7 @@ import anyio
 import structlog
 
 from supervisor.act.actions import Actions
-from supervisor.domain.observations import MetricEvent, StateEvent, Tick
+from supervisor.domain.observations import MetricEvent, ProgressEvent, StateEvent, Tick
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow
 from supervisor.domain.spec import JobSpec
 from supervisor.domain.trainer_files import METRICS_FILE, STATUS_FILE
@@ -33,10 +33,12 @@ from supervisor.settings import Settings
 from supervisor.slurm.launchers import layout
 from supervisor.slurm.submit import base_log_dir
 from supervisor.store import Store
+from supervisor.watch.driver_log import CheckpointSaving, DriverLogReader, Scalar, StepStarted
 from supervisor.watch.fswatch import ChangeSource
 from supervisor.watch.lines import SEGMENT_SEP
 from supervisor.watch.metrics import MetricsReader, to_metric_events
 from supervisor.watch.progress import StatusReader, bar_event, parse_tqdm
+from supervisor.watch.sources import MetricSource, metric_source
 from supervisor.watch.tailer import FileCursor, Follower, TailResult
 from supervisor.watch.tbevents import TensorBoardWatcher, newest_exp_dir
 from supervisor.watch.tbevents import to_metric_events as tb_metric_events
@@ -76,7 +78,8 @@ class AttemptWatch:
     metrics: MetricsReader | None = None
     metrics_saved: FileCursor | None = None  # the metrics.jsonl cursor last staged for saving
     tb: TensorBoardWatcher | None = None  # the trainer's event files, read when it writes no metrics.jsonl
-    tb_fed: bool = False  # TensorBoard scalars were fed: a metrics.jsonl appearing later is not read too
+    source: MetricSource | None = None  # where this attempt's scalars come from, once known
+    driver_log: DriverLogReader = field(default_factory=DriverLogReader)  # NeMo RL's banners and results
     tb_rescan: bool = True  # list the event files again on the next read (with the log files' re-listing)
     tb_saved: dict[str, tuple[int, int]] = field(default_factory=dict)  # event file -> (inode, offset) saved
     ended_at: float | None = None
@@ -278,6 +281,8 @@ class Monitor:
             out += scan_lines(
                 w.rules, w.state, batch.texts, name, batch.first_line, now, prefixes=batch.prefixes
             )
+            if name == layout.DRIVER_LOG:
+                out += self._driver_log(w, batch.texts, now)
             for text in batch.texts:
                 if layout.DRIVER_EXITED in text and layout.DRIVER_EXITED_RE.search(text):
                     w.driver_exited_at = w.driver_exited_at or now
@@ -294,6 +299,41 @@ class Monitor:
                         }
         return out
 
+    def _driver_log(self, w: AttemptWatch, texts: list[str], now: float) -> list[Match]:
+        """NeMo RL's banners are progress; its printed results are the metrics when nothing else has them."""
+        out: list[Match] = []
+        scalars: list[MetricEvent] = []
+        for text in texts:
+            for item in w.driver_log.feed(text):
+                if isinstance(item, StepStarted):
+                    ev = ProgressEvent(w.run_id, w.n, "step", item.step, item.total, at=now)
+                    out += feed(w.rules, w.state, ev)
+                    w.progress["step"] = {"n": item.step, "total": item.total, "at": now}
+                elif isinstance(item, CheckpointSaving):
+                    out += feed(
+                        w.rules, w.state, ProgressEvent(w.run_id, w.n, "checkpoint", item.step, at=now)
+                    )
+                elif isinstance(item, Scalar):
+                    if w.source is None and metric_source(w.spec.trainer_log_dir) == "driver-log":
+                        w.source = "driver-log"
+                    if w.source == "driver-log":
+                        scalars.append(MetricEvent(w.run_id, w.n, item.name, item.step, item.value, now))
+        for mev in scalars:
+            out += feed(w.rules, w.state, mev)
+        self._note_metrics(w, scalars)
+        return out
+
+    @staticmethod
+    def _note_metrics(w: AttemptWatch, events: list[MetricEvent]) -> None:
+        """Validation is logged only every few steps: the snapshot keeps the newest value of each metric."""
+        if not events:
+            return
+        merged = dict(w.progress.get("metrics") or {})  # type: ignore[call-overload]
+        for mev in events:
+            merged[mev.tag] = mev.value
+            merged["step"] = mev.step
+        w.progress["metrics"] = merged
+
     def read_bars(self, w: AttemptWatch) -> list[Match]:
         """A running tqdm bar redraws with `\r` and never ends its line: read it from the unfinished line."""
         now = self.clock()
@@ -309,15 +349,19 @@ class Monitor:
         return out
 
     def read_metrics(self, w: AttemptWatch, log_dir: Path, now: float) -> list[MetricEvent]:
-        """New scalars: `exp_NNN/metrics.jsonl` when the trainer writes one, else its TensorBoard files.
+        """New scalars from the source the trainer writes (watch/sources.py chooses it, once per attempt).
 
-        Never both (a trainer writing both logs every scalar twice): metrics.jsonl wins unless TensorBoard
-        scalars were already fed for this attempt. Event file cursors are staged here and saved by
-        `persist_cursors`, i.e. after the matches of these scalars were dispatched.
+        metrics.jsonl and TensorBoard are read here; a driver log's printed results arrive with its lines
+        (`_scan`). Event file cursors are staged here and saved by `persist_cursors`, i.e. after the matches
+        of these scalars were dispatched.
         """
-        if w.metrics is None and not w.tb_fed:
+        if w.source is None:
+            found = metric_source(log_dir)
+            if found != "driver-log":
+                w.source = found
+        if w.source == "metrics.jsonl" and w.metrics is None:
             exp = newest_exp_dir(log_dir)
-            if exp is not None and (exp / METRICS_FILE).exists():
+            if exp is not None:
                 jsonl = exp / METRICS_FILE
                 saved = self.store.load_cursor(str(jsonl))
                 w.metrics_saved = FileCursor(*saved) if saved else None
@@ -327,6 +371,8 @@ class Monitor:
             if got.cursor is not None and w.metrics_saved != got.cursor:
                 w.metrics_saved = self._scalar_cursors[str(w.metrics.path)] = got.cursor
             return to_metric_events(w.run_id, w.n, got.rows, now)
+        if w.source != "tensorboard":
+            return []
         if w.tb is None:
             w.tb = TensorBoardWatcher(log_dir, load=lambda path: self._load_tb_cursor(w, path))
         # Listing the exp dirs is metadata-server load on Lustre/GPFS: done with the log files' re-listing;
@@ -339,7 +385,6 @@ class Monitor:
             if w.tb_saved.get(path) != cursor:
                 w.tb_saved[path] = cursor
                 self._scalar_cursors[path] = FileCursor(cursor[0], cursor[1], 0)
-        w.tb_fed = w.tb_fed or bool(scalars)
         return tb_metric_events(w.run_id, w.n, scalars)
 
     def _load_tb_cursor(self, w: AttemptWatch, path: str) -> tuple[int, int] | None:
@@ -361,13 +406,7 @@ class Monitor:
             events = self.read_metrics(w, w.spec.trainer_log_dir, now)
             for mev in events:
                 out += feed(w.rules, w.state, mev)
-            if events:
-                # Validation is logged only every few steps: keep the newest value of each metric.
-                merged = dict(w.progress.get("metrics") or {})  # type: ignore[call-overload]
-                for mev in events:
-                    merged[mev.tag] = mev.value
-                    merged["step"] = mev.step
-                w.progress["metrics"] = merged
+            self._note_metrics(w, events)
         return out
 
     def check_ended(self, w: AttemptWatch, now: float, after_s: float | None = None) -> list[Match]:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-REWARD_TAGS = ("train/reward_mean", "train/reward", "reward_mean", "reward/mean", "reward")
-REWARD_STD_TAGS = ("train/reward_std", "reward_std", "reward/std")
+from supervisor.watch.metric_names import TRAIN_REWARD, TRAIN_REWARD_STD
+
 _PYPLOT = threading.Lock()  # pyplot keeps a global figure registry: one drawing at a time
 
 
@@ -28,12 +28,11 @@ def _series(points: Sequence[tuple[str, int, float]]) -> dict[str, list[tuple[in
 
 
 def _reward_tag(series: dict[str, list[tuple[int, float]]]) -> str | None:
-    """The known names first, then any training tag that looks like a mean reward."""
-    for name in REWARD_TAGS:
-        if name in series:
-            return name
+    """Shepherd's reward first, then any other training scalar that looks like a mean reward."""
+    if TRAIN_REWARD in series:
+        return TRAIN_REWARD
     for tag in sorted(series):
-        if "reward" in tag and "std" not in tag and not tag.startswith(("val", "timing")):
+        if "reward" in tag and "std" not in tag and tag.startswith("train"):
             return tag
     return None
 
@@ -58,8 +57,8 @@ def _render(points: Sequence[tuple[str, int, float]], out_png: Path, title: str)
     plt = _pyplot()
     series = _series(points)
     reward_tag = _reward_tag(series)
-    std_tag = next((t for t in REWARD_STD_TAGS if t in series), None)
-    val_tags = sorted(t for t in series if t.startswith(("val/", "validation/", "val:")))
+    std_tag = TRAIN_REWARD_STD if TRAIN_REWARD_STD in series else None
+    val_tags = sorted(t for t in series if t.startswith("val:"))
 
     fig, (ax_r, ax_v) = plt.subplots(1, 2, figsize=(12, 4.6), dpi=110, constrained_layout=True)
     fig.suptitle(title, fontsize=13, fontweight="bold")

@@ -1,42 +1,54 @@
-"""A run's metrics as (tag, step, value) points, for `shepherd plot` and Slack pictures.
+"""Where a run's metrics come from, chosen in one place: its trainer's `exp_NNN/metrics.jsonl` (ours),
+else its TensorBoard event files (NeMo RL with TensorBoard on), else its driver log's printed results
+(NeMo RL with TensorBoard off). The monitor asks this for live reading, plots for a run's history.
 
-The trainer writes the same scalars twice: `exp_NNN/metrics.jsonl` (cheap to
-read, one object per step) and TensorBoard event files. The jsonl file is
-preferred; event files are the fallback for trainers that only log to
-TensorBoard. Only the newest `exp_NNN/` counts: it is the live launch, and a
-resumed run's earlier steps are repeated in it.
+Each launch writes a new `exp_NNN/`; a resumed run repeats steps after its checkpoint, so for a history
+the later launch's value of a step wins.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
-from supervisor.domain.runs import RunRow
-from supervisor.domain.trainer_files import METRICS_FILE
+from supervisor.domain.trainer_files import METRICS_FILE, TENSORBOARD_DIR
+from supervisor.watch import driver_log
+from supervisor.watch.metric_names import canonical
 from supervisor.watch.metrics import MetricsReader
-from supervisor.watch.tbevents import TensorBoardWatcher, newest_exp_dir
+from supervisor.watch.tbevents import exp_dirs, newest_exp_dir, read_exp_scalars
 
+MetricSource = Literal["metrics.jsonl", "tensorboard", "driver-log"]
 Point = tuple[str, int, float]
 
 
-def metric_points(trainer_log_dir: Path) -> list[Point]:
-    """Points from `<trainer_log_dir>/exp_NNN/metrics.jsonl`, else from its TensorBoard files."""
-    exp = newest_exp_dir(trainer_log_dir)
-    if exp is None:
-        return []
+def metric_source(trainer_log_dir: Path | None) -> MetricSource:
+    """What the live launch writes its scalars to (metrics.jsonl wins: a trainer writing both logs twice)."""
+    exp = newest_exp_dir(trainer_log_dir) if trainer_log_dir is not None else None
+    if exp is not None and (exp / METRICS_FILE).is_file():
+        return "metrics.jsonl"
+    if exp is not None and (exp / TENSORBOARD_DIR).is_dir():
+        return "tensorboard"
+    return "driver-log"
+
+
+def _exp_points(exp: Path) -> list[Point]:
     jsonl = exp / METRICS_FILE
     if jsonl.is_file():
-        points = [
-            (tag, row.step, value)
-            for row in MetricsReader(jsonl).read().rows
-            for tag, value in row.values.items()
+        rows = MetricsReader(jsonl).read().rows
+        return [(canonical("metrics.jsonl", tag), r.step, v) for r in rows for tag, v in r.values.items()]
+    return [(canonical("tensorboard", s.tag), s.step, s.value) for s in read_exp_scalars(exp)]
+
+
+def metric_points(trainer_log_dir: Path | None, driver_logs: Sequence[Path] = ()) -> list[Point]:
+    """A run's whole history: every launch's exp dir, oldest first, else its attempts' driver logs."""
+    points: list[Point] = []
+    if metric_source(trainer_log_dir) != "driver-log" and trainer_log_dir is not None:
+        for exp in exp_dirs(trainer_log_dir):
+            points += _exp_points(exp)
+        return points
+    for path in driver_logs:
+        points += [
+            (i.name, i.step, i.value) for i in driver_log.parse_file(path) if isinstance(i, driver_log.Scalar)
         ]
-        if points:
-            return points
-    return [(s.tag, s.step, s.value) for s in TensorBoardWatcher(trainer_log_dir).read()]
-
-
-def run_metric_points(run: RunRow) -> list[Point]:
-    """The run's points; empty when its spec names no `trainer_log_dir` or nothing was written yet."""
-    log_dir = run.spec.trainer_log_dir
-    return metric_points(log_dir) if log_dir is not None else []
+    return points

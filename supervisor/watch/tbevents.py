@@ -32,6 +32,7 @@ import structlog
 
 from supervisor.domain.observations import MetricEvent
 from supervisor.domain.trainer_files import EXP_DIR_RE, TENSORBOARD_DIR
+from supervisor.watch.metric_names import canonical
 
 log = structlog.get_logger(__name__)
 
@@ -457,20 +458,26 @@ class EventFileReader:
         return max(skip, 0)
 
 
-def newest_exp_dir(log_dir: str | Path) -> Path | None:
-    """NeMo RL's layout: `<log_dir>/exp_NNN/`, one per launch; the highest number is the live one."""
+def exp_dirs(log_dir: str | Path) -> list[Path]:
+    """NeMo RL's layout: `<log_dir>/exp_NNN/`, one per launch, oldest first (by number, not by name)."""
     root = Path(log_dir)
     try:
         found = [(int(m.group(1)), p) for p in root.iterdir() if (m := EXP_DIR_RE.match(p.name))]
         found = [(n, p) for n, p in found if p.is_dir()]
     except OSError:
-        return None
-    return max(found)[1] if found else None
+        return []
+    return [p for _n, p in sorted(found)]
 
 
-def find_event_files(log_dir: str | Path) -> list[Path]:
-    """Event files of the newest exp dir, oldest first (their names embed the creation time)."""
-    exp = newest_exp_dir(log_dir)
+def newest_exp_dir(log_dir: str | Path) -> Path | None:
+    """The live launch's exp dir: the highest number."""
+    found = exp_dirs(log_dir)
+    return found[-1] if found else None
+
+
+def find_event_files(log_dir: str | Path, exp: Path | None = None) -> list[Path]:
+    """Event files of `exp` (default: the newest exp dir), oldest first (names embed the creation time)."""
+    exp = exp if exp is not None else newest_exp_dir(log_dir)
     if exp is None:
         return []
     tb = exp / TENSORBOARD_DIR
@@ -490,7 +497,28 @@ def _created(p: Path) -> int:
 
 
 def to_metric_events(run_id: str, attempt: int, scalars: list[Scalar]) -> list[MetricEvent]:
-    return [MetricEvent(run_id, attempt, s.tag, s.step, s.value, s.wall_time) for s in scalars]
+    """Scalars as observations, under Shepherd's metric names."""
+    return [
+        MetricEvent(run_id, attempt, canonical("tensorboard", s.tag), s.step, s.value, s.wall_time)
+        for s in scalars
+    ]
+
+
+def read_exp_scalars(exp: Path) -> list[Scalar]:
+    """Every scalar of one exp dir's event files, from the start (plots of a run's history)."""
+    out: list[Scalar] = []
+    for path in find_event_files(exp.parent, exp):
+        reader = EventFileReader(path, 0)
+        while True:
+            before = reader.offset
+            try:
+                res = reader.read()
+            except OSError:
+                break
+            out.extend(res.scalars)
+            if res.offset == before or res.problem == "missing":
+                break
+    return out
 
 
 class TensorBoardWatcher:

@@ -28,7 +28,7 @@ SNAPSHOT = {
         "phase_total": 64,
     },
     "bar:Generating rollouts": {"n": 34, "total": 64, "rate": 3.2, "at": 1.0},
-    "metrics": {"step": 12, "train/reward_mean": 0.4125, "val/accuracy": 0.55, "loss": 1.5},
+    "metrics": {"step": 12, "train:reward": 0.4125, "val:accuracy": 0.55, "train:loss": 1.5},
 }
 
 
@@ -133,9 +133,9 @@ def test_watching_never_writes_to_the_store(root: Path) -> None:
 def test_status_shows_the_progress_snapshot(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--root", str(root), "status", "--json", "grpo-a"]) == 0
     progress = json.loads(capsys.readouterr().out)["progress"]
-    assert progress["attempt"] == 1 and progress["metrics"]["train/reward_mean"] == 0.4125
+    assert progress["attempt"] == 1 and progress["metrics"]["train:reward"] == 0.4125
     assert main(["--root", str(root), "status", "grpo-a"]) == 0
     text = capsys.readouterr().out
-    assert "step 12/100 (rollout)" in text and "train/reward_mean 0.4125 @12; val/accuracy 0.55 @12" in text
+    assert "step 12/100 (rollout)" in text and "train:reward 0.4125 @12; val:accuracy 0.55 @12" in text
     assert main(["--root", str(root), "status", "--json", "grpo-b"]) == 0
     assert json.loads(capsys.readouterr().out)["progress"] is None

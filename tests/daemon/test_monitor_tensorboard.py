@@ -30,7 +30,7 @@ RULES = """\
 rules:
   - name: reward-nan
     description: the reward is NaN
-    trigger: {kind: metric, tag: "train/reward*", condition: nan}
+    trigger: {kind: metric, tag: "train:reward*", condition: nan}
     actions: [{alert: {level: error}}]
 """
 RUN = "nrl-20260101-000000-abcd"
@@ -133,12 +133,12 @@ def test_a_metric_rule_fires_from_tensorboard_only_files(root: Path, daemon: Dae
     tb.close()
     matches = daemon.tick()
     assert [m.rule for m in matches] == ["reward-nan"]
-    assert "train/reward = nan at step 2" in matches[0].reason
+    assert "train:reward = nan at step 2" in matches[0].reason
     [decision] = [d for d in daemon.built.daemon.store.decisions(RUN) if d.rule == "reward-nan"]
     assert decision.action == "alert"
     assert daemon.w.progress["metrics"] == {
-        "train/reward": pytest.approx(math.nan, nan_ok=True),
-        "train/loss": 0.5,
+        "train:reward": pytest.approx(math.nan, nan_ok=True),
+        "train:loss": 0.5,
         "step": 2,
     }
 
@@ -146,15 +146,15 @@ def test_a_metric_rule_fires_from_tensorboard_only_files(root: Path, daemon: Dae
 def test_appended_scalars_give_only_new_events(root: Path, daemon: Daemon) -> None:
     tb = writer(root)
     log(tb, 1, 0.1)
-    assert points(daemon.events()) == [("train/reward", 1), ("train/loss", 1)]
+    assert points(daemon.events()) == [("train:reward", 1), ("train:loss", 1)]
     assert daemon.events() == []
     log(tb, 2, 0.2)
     log(tb, 3, 0.3)
     assert points(daemon.events()) == [
-        ("train/reward", 2),
-        ("train/loss", 2),
-        ("train/reward", 3),
-        ("train/loss", 3),
+        ("train:reward", 2),
+        ("train:loss", 2),
+        ("train:reward", 3),
+        ("train:loss", 3),
     ]
     tb.close()
     assert daemon.events() == []
@@ -184,7 +184,7 @@ def test_a_restarted_daemon_does_not_refire_old_scalars_but_sees_new_ones(root: 
 
     log(tb, 3, 0.3)
     second = Daemon(root)
-    assert points(second.events()) == [("train/reward", 3), ("train/loss", 3)]
+    assert points(second.events()) == [("train:reward", 3), ("train:loss", 3)]
     assert second.tick() == []  # a fresh matcher state: an old NaN read again would fire here
     log(tb, 4, float("nan"))
     tb.close()
@@ -201,11 +201,11 @@ def test_new_event_files_of_a_resumed_attempt_are_picked_up(root: Path, daemon: 
     resumed = writer(root, purge_step=2)  # a new file in the same folder, as after a resume
     log(resumed, 2, 0.25)
     resumed.close()
-    assert points(daemon.events()) == [("train/reward", 2), ("train/loss", 2)]
+    assert points(daemon.events()) == [("train:reward", 2), ("train:loss", 2)]
     nemo = writer(root, exp=2)  # NeMo RL: a new launch writes a new exp_NNN
     log(nemo, 3, 0.3)
     nemo.close()
-    assert points(daemon.events()) == [("train/reward", 3), ("train/loss", 3)]
+    assert points(daemon.events()) == [("train:reward", 3), ("train:loss", 3)]
     assert daemon.events() == []
 
 
@@ -218,10 +218,10 @@ def test_a_torn_tail_waits_for_its_bytes(root: Path, daemon: Daemon) -> None:
     full = f.read_bytes()
     f.write_bytes(full[:-9])  # the last record cut short, as while the writer is flushing
     seen = points(daemon.events())
-    assert seen == [("train/reward", 1), ("train/loss", 1), ("train/reward", 2)]
+    assert seen == [("train:reward", 1), ("train:loss", 1), ("train:reward", 2)]
     with open(f, "ab") as fh:
         fh.write(full[-9:])
-    assert points(daemon.events()) == [("train/loss", 2)]
+    assert points(daemon.events()) == [("train:loss", 2)]
 
 
 def test_metrics_jsonl_wins_and_tensorboard_is_not_double_counted(root: Path, daemon: Daemon) -> None:
@@ -235,7 +235,7 @@ def test_metrics_jsonl_wins_and_tensorboard_is_not_double_counted(root: Path, da
     assert points(daemon.events()) == []
     with open(jsonl, "a") as fh:
         fh.write(json.dumps({"step": 2, "train/reward": 0.2}) + "\n")
-    assert points(daemon.events()) == [("train/reward", 2)]
+    assert points(daemon.events()) == [("train:reward", 2)]
     [event_file] = list(tb_dir(root).iterdir())
     assert daemon.built.daemon.store.load_cursor(str(event_file)) is None  # never read
 
@@ -248,7 +248,7 @@ def test_once_tensorboard_was_fed_a_later_metrics_jsonl_is_not_read_too(root: Pa
     jsonl.write_text(json.dumps({"step": 1, "train/reward": 0.1}) + "\n")
     log(tb, 2, 0.2)
     tb.close()
-    assert points(daemon.events()) == [("train/reward", 2), ("train/loss", 2)]
+    assert points(daemon.events()) == [("train:reward", 2), ("train:loss", 2)]
 
 
 def test_the_nemo_rl_stand_ins_event_files_are_real_and_seen(root: Path, daemon: Daemon) -> None:
@@ -297,7 +297,7 @@ def test_a_restarted_daemon_reads_metrics_jsonl_from_where_it_stopped(root: Path
         json.dumps({"step": 1, "train/reward": 0.1}) + "\n" + json.dumps({"step": 2, "train/reward": 0.2})
     )
     first = Daemon(root)
-    assert points(first.events()) == [("train/reward", 1)]  # step 2's line is not finished yet
+    assert points(first.events()) == [("train:reward", 1)]  # step 2's line is not finished yet
     first.close()
 
     with open(jsonl, "a") as fh:

@@ -56,7 +56,7 @@ def test_what_the_trainer_writes_is_what_the_supervisor_reads(tmp_path: Path) ->
     assert newest_exp_dir(log_dir) == exp and tf.EXP_DIR_RE.match(exp.name)
     assert (exp / tf.METRICS_FILE).is_file() and (exp / tf.TENSORBOARD_DIR).is_dir()
     points = set(metric_points(log_dir))
-    assert ("val/accuracy", 2, 0.6) in points and ("train/reward_mean", 3, 0.3) in points
+    assert ("val:accuracy", 2, 0.6) in points and ("train:reward", 3, 0.3) in points
     scalars = {(s.tag, s.step) for s in TensorBoardWatcher(log_dir).read()}
     assert {("val/accuracy", 1), ("train/reward_mean", 3)} <= scalars
 

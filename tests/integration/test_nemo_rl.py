@@ -96,7 +96,7 @@ REWARD_NAN = """\
 rules:
   - name: reward-nan
     description: the reward is NaN
-    trigger: {kind: metric, tag: train/reward, condition: nan}
+    trigger: {kind: metric, tag: train:reward, condition: nan}
     actions: [{alert: {level: error}}]
 """
 
@@ -119,11 +119,11 @@ def test_tensorboard_only_scalars_feed_metric_rules_across_a_resume(
         return [d for d in sup.status(run)["decisions"] if d["rule"] == "reward-nan"]
 
     [d] = wait_for(nan_decisions, timeout=30, what="the reward-nan decision")
-    assert d["attempt"] == 2 and "train/reward = nan at step 28" in d["reason"], d
+    assert d["attempt"] == 2 and "train:reward = nan at step 28" in d["reason"], d
 
     def metrics() -> Any:
         progress = sup.status(run)["progress"] or {}
         return progress.get("metrics") if progress.get("attempt") == 2 else None
 
     shown = wait_for(lambda: (m := metrics()) and m.get("step") == 30 and m, timeout=30, what="metrics")
-    assert shown["train/reward"] == 1.0 and abs(shown["train/loss"] - 1 / 30) < 1e-6
+    assert shown["train:reward"] == 1.0 and abs(shown["train:loss"] - 1 / 30) < 1e-6

@@ -23,12 +23,12 @@ REWARD_BLUE = np.array([0x1F, 0x77, 0xB4]) / 255
 def run_points(steps: int = 200) -> list[tuple[str, int, float]]:
     pts: list[tuple[str, int, float]] = []
     for s in range(steps):
-        pts.append(("train/reward_mean", s, 0.2 + 0.6 * (1 - math.exp(-s / 60))))
+        pts.append(("train:reward", s, 0.2 + 0.6 * (1 - math.exp(-s / 60))))
         pts.append(("train/reward_std", s, 0.2))
         pts.append(("timing/train/total_step_time", s, 3.0))
     for s in range(0, steps, 20):
-        pts.append(("val/accuracy", s, 0.1 + 0.5 * s / steps))
-    pts.append(("train/reward_mean", 50, float("nan")))  # a NaN must not break the picture
+        pts.append(("val:accuracy", s, 0.1 + 0.5 * s / steps))
+    pts.append(("train:reward", 50, float("nan")))  # a NaN must not break the picture
     return pts
 
 
@@ -44,20 +44,20 @@ def test_png_has_a_reward_curve_on_the_left_and_validation_on_the_right(tmp_path
     assert w > 1000 and h > 400  # readable in Slack's preview
     left, right = img[:, : w // 2], img[:, w // 2 :]
     assert colour_fraction(left, REWARD_BLUE) > 0.003  # the reward line is drawn
-    assert colour_fraction(right, REWARD_BLUE) > 0.001  # val/accuracy, first colour of the cycle
+    assert colour_fraction(right, REWARD_BLUE) > 0.001  # val:accuracy, first colour of the cycle
     assert (right[..., :3] < 0.9).mean() > 0.01  # axes, labels and a curve, not an empty panel
 
 
 def test_missing_metrics_give_a_labelled_empty_panel_not_an_error(tmp_path: Path) -> None:
-    out = render_curves([("train/reward_mean", 1, 0.5)], tmp_path / "c.png", "early")
+    out = render_curves([("train:reward", 1, 0.5)], tmp_path / "c.png", "early")
     assert out.exists()
     out = render_curves([], tmp_path / "d.png", "nothing yet")
     assert out.exists()
 
 
 def test_a_resumed_run_keeps_the_latest_value_per_step() -> None:
-    series = _series([("val/accuracy", 100, 0.3), ("val/accuracy", 50, 0.2), ("val/accuracy", 100, 0.35)])
-    assert series["val/accuracy"] == [(50, 0.2), (100, 0.35)]
+    series = _series([("val:accuracy", 100, 0.3), ("val:accuracy", 50, 0.2), ("val:accuracy", 100, 0.35)])
+    assert series["val:accuracy"] == [(50, 0.2), (100, 0.35)]
 
 
 @pytest.mark.anyio

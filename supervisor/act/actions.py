@@ -22,7 +22,7 @@ from pathlib import Path
 
 import structlog
 
-from supervisor.act.checkpoints import newest_checkpoint_step, resolve_checkpoint
+from supervisor.act.checkpoints import newest_checkpoint_step, resolve_checkpoint, unfinished
 from supervisor.act.curves import run_points
 from supervisor.decide import staging
 from supervisor.decide.history import attempt_records, policy_config
@@ -264,6 +264,7 @@ class Actions:
             current=m,
             run_cap=cfg.max_retries,
         )
+        lineage = attempt.overrides.get("checkpoint_dir")
         plan = plan_match(
             m,
             past,
@@ -271,6 +272,7 @@ class Actions:
             now=self.clock(),
             context=m.template_context(attempt.job_id or "", self._spec_context(spec)),
             default_checkpoint=spec.resume.checkpoint,
+            unfinished=unfinished(spec, lineage) if m.category == "completed" else None,
         )
         outcomes: list[str] = []
         for effect in plan.effects:
@@ -341,13 +343,16 @@ class Actions:
             checkpoint=ckpt,
             checkpoint_dir=staging.trainer_dir(spec.checkpoint.dir, ckpt) if spec.checkpoint else None,
             env={**prev.env, **plan.env},
+            # Mounts matter only inside a container (NeMo RL's launcher always has one).
+            mounts=tuple(dict.fromkeys([*prev.mounts, *(plan.mounts if spec.container else ())])),
             sbatch_args=tuple(dict.fromkeys([*prev.sbatch_args, *plan.sbatch_args])),
             exclude=tuple(sorted(exclude)),
             reason=f"{m.rule}: {m.reason}",
         )
-        stopped = await self._stop_job(attempt)
+        stopped = "" if plan.let_job_finish else await self._stop_job(attempt)
         at = max(plan.at, self.clock())
         changes = [f"{k}={v}" for k, v in plan.env.items()]
+        changes += [f"mount {m}" for m in plan.mounts if spec.container]
         if node:
             changes.append(f"--exclude={node}")
         changes += list(plan.sbatch_args)

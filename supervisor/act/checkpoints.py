@@ -8,6 +8,9 @@ the staged dir with its link.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from supervisor.decide.checkpoints import choose_in_dir, discover, list_checkpoint_dir
 from supervisor.decide.staging import fresh_name, place, staged_root
@@ -104,3 +107,39 @@ def stage_or_choose(
         return str(source), p.reason
     staged = stage(staged_root(original, run_id), source, attempt)
     return str(staged / p.checkpoint.name), f"{p.reason}: {staged}"
+
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a trainer's config.yaml is kilobytes; anything larger is not read
+
+
+def max_steps(step_dir: Path) -> int | None:
+    """`grpo.max_num_steps` from the checkpoint's own `config.yaml` (NeMo RL and our trainer write it)."""
+    path = step_dir / "config.yaml"
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        cfg: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    grpo = cfg.get("grpo") if isinstance(cfg, dict) else None
+    value = grpo.get("max_num_steps") if isinstance(grpo, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def unfinished(spec: JobSpec, lineage: str | None = None) -> str | None:
+    """Why a run whose job exited 0 has steps left, from its newest checkpoint, or None (it is done).
+
+    NeMo RL returns normally, exit 0, when its save deadline runs out: a newest checkpoint below
+    `grpo.max_num_steps` says the chain must go on even when its "Timeout has been reached" line was lost.
+    """
+    if spec.checkpoint is None:
+        return None
+    where = Path(lineage) if lineage else spec.checkpoint.dir
+    found = discover(list_checkpoint_dir(where), None)
+    if not found:
+        return None
+    newest = found[0]
+    limit = max_steps(where / newest.name)
+    if limit is None or newest.step >= limit:
+        return None
+    return f"its newest checkpoint {newest.name} is below grpo.max_num_steps={limit}"

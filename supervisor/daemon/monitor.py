@@ -31,7 +31,9 @@ from supervisor.rules.engine import Match, MatcherState, RuleSet, feed, load_rul
 from supervisor.service.watchdog import HeartbeatRegistry
 from supervisor.settings import Settings
 from supervisor.slurm.launchers import layout
-from supervisor.slurm.submit import base_log_dir
+from supervisor.slurm.launchers import shepherd as shepherd_launcher
+from supervisor.slurm.launchers.layout import FileContract
+from supervisor.slurm.submit import base_log_dir, file_contract
 from supervisor.store import Store
 from supervisor.watch.driver_log import CheckpointSaving, DriverLogReader, Scalar, StepStarted
 from supervisor.watch.fswatch import ChangeSource
@@ -78,6 +80,7 @@ class AttemptWatch:
     metrics: MetricsReader | None = None
     metrics_saved: FileCursor | None = None  # the metrics.jsonl cursor last staged for saving
     tb: TensorBoardWatcher | None = None  # the trainer's event files, read when it writes no metrics.jsonl
+    contract: FileContract = shepherd_launcher.CONTRACT  # what its launcher's files mean
     source: MetricSource | None = None  # where this attempt's scalars come from, once known
     driver_log: DriverLogReader = field(default_factory=DriverLogReader)  # NeMo RL's banners and results
     tb_rescan: bool = True  # list the event files again on the next read (with the log files' re-listing)
@@ -173,6 +176,7 @@ class Monitor:
             rules,
             st,
             base_log_dir(spec, self.settings.runs_dir / run.id),
+            contract=file_contract(spec),
         )
         if spec.trainer_log_dir is not None:
             w.status = StatusReader(spec.trainer_log_dir / STATUS_FILE)
@@ -410,17 +414,30 @@ class Monitor:
         return out
 
     def check_ended(self, w: AttemptWatch, now: float, after_s: float | None = None) -> list[Match]:
-        """A RUNNING job whose driver exited long ago without ENDED: one line for `ended-not-written`.
+        """What the launcher's ENDED marker says, per its file contract, as one line for the rules.
 
-        `after_s` defaults to the `watch.ended_overdue_s` setting (10 min: the launcher's cleanup takes
-        seconds), read on each call so that a settings reload applies to watched attempts too.
+        NeMo RL's ray.sub writes ENDED only when the Ray bring-up failed: `ray-startup-failed`. Ours writes
+        it when the driver exits: a RUNNING job whose driver exited long ago without it is NeMo RL #1019
+        (`ended-not-written`). `after_s` defaults to the `watch.ended_overdue_s` setting (10 min: the
+        launcher's cleanup takes seconds), read on each call so that a settings reload applies too.
         """
-        if after_s is None:
-            after_s = self.settings.watch.ended_overdue_s
-        if w.ended_alarm or w.state.job_state is None or w.state.job_state.value != "RUNNING":
+        if w.ended_alarm:
             return []
         current = w.current_log_dir()
         present = [p.name for p in current.iterdir()] if current is not None and current.is_dir() else []
+        if w.contract.ended == "bring-up-failed":
+            if layout.ENDED not in present:
+                return []
+            w.ended_alarm = True
+            line = (
+                f"shepherd: {w.contract.name}'s launcher wrote ENDED in {current}: the Ray bring-up failed "
+                f"(job {w.job_id}; the head or a worker step did not start)"
+            )
+            return scan_lines(w.rules, w.state, [line], ENDED_STALL_SOURCE, 1, now)
+        if after_s is None:
+            after_s = self.settings.watch.ended_overdue_s
+        if w.state.job_state is None or w.state.job_state.value != "RUNNING":
+            return []
         if not layout.ended_overdue(present, w.driver_exited_at, now, after_s):
             return []
         w.ended_alarm = True
@@ -471,7 +488,8 @@ class Monitor:
                 await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code)
             return
         self._refresh_files(w)
-        await self.dispatch(w, self.read_files(w, flush=ev.state.is_terminal) + self.read_trainer(w))
+        drained = self.read_files(w, flush=ev.state.is_terminal) + self.read_trainer(w)
+        await self.dispatch(w, drained + self.check_ended(w, self.clock()))
         matches = feed(w.rules, w.state, ev)
         await self.dispatch(w, matches)
         if ev.state.is_terminal:

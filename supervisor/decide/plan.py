@@ -5,7 +5,7 @@ is unit-tested without Slurm, files or SQLite; `act/actions.py` carries them out
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from supervisor.decide.policy import AttemptRecord, PolicyConfig, decide
@@ -22,8 +22,10 @@ class Resume:
     at: float
     why: str  # the policy's reason (budget, backoff)
     env: Mapping[str, str] = field(default_factory=dict)
+    mounts: tuple[str, ...] = ()
     sbatch_args: tuple[str, ...] = ()
     exclude_node: bool = False
+    let_job_finish: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +88,17 @@ def plan_match(
     now: float,
     context: Mapping[str, str],
     default_checkpoint: str = "latest",
+    unfinished: str | None = None,
 ) -> Plan:
     """The effects of `m`'s actions, in order.
 
     `history` ends with the attempt `m` belongs to (see decide/history.py); `context` fills the rule's
     templates (`{run}`, `{spec.shared_cache_dir}`...); `default_checkpoint` is the spec's `resume.checkpoint`,
-    used where a rule says `from: latest`.
+    used where a rule says `from: latest`. `unfinished` says why a run that looks completed has steps left
+    (act/checkpoints.py); then the chain goes on like after a time limit.
     """
+    if m.category == "completed" and unfinished is not None:
+        return _continue_chain(m, history, cfg, now, default_checkpoint, unfinished)
     alert_text, alert_level = alert_message(m, context)
     effects: list[Effect] = []
     for action in m.actions:
@@ -112,6 +118,27 @@ def plan_match(
     return Plan(tuple(effects), alert_text)
 
 
+def _continue_chain(
+    m: Match,
+    history: Sequence[AttemptRecord],
+    cfg: PolicyConfig,
+    now: float,
+    default_checkpoint: str,
+    unfinished: str,
+) -> Plan:
+    """Exit 0 before the last step (a save deadline): the policy sees a time limit, which costs no budget
+    when the attempt wrote a checkpoint and is a failure when it did not."""
+    past = list(history)
+    if past and past[-1].attempt == m.attempt:
+        past[-1] = replace(past[-1], category="time_limit")
+    decision = decide(past, now, cfg)
+    text = f"{m.run_id}: the job exited 0 but the run is not finished: {unfinished}"
+    if decision.action != "resume":
+        return Plan((GiveUp(f"{unfinished}; {decision.reason}"),), text)
+    resume = Resume(selector=default_checkpoint, at=max(decision.at, now), why=decision.reason)
+    return Plan((resume,), text)
+
+
 def _resume(
     m: Match,
     action: ResumeAction,
@@ -125,12 +152,18 @@ def _resume(
     if decision.action != "resume":
         return GiveUp(decision.reason)
     env: dict[str, str] = {}
+    mounts: list[str] = []
     missing = []
     for key, tmpl in action.env.items():
         try:
             env[key] = render_template(tmpl, dict(context))
         except MissingPlaceholder as exc:
             missing.append(f"{key} ({exc})")
+    for tmpl in action.mounts:
+        try:
+            mounts.append(render_template(tmpl, dict(context)))
+        except MissingPlaceholder as exc:
+            missing.append(f"a container mount ({exc})")
     if missing:
         return GiveUp(f"{m.rule} needs {', '.join(missing)} in the spec to apply its fix")
     return Resume(
@@ -138,6 +171,8 @@ def _resume(
         at=max(decision.at, now),
         why=decision.reason,
         env=env,
+        mounts=tuple(mounts),
         sbatch_args=tuple(action.sbatch_args),
         exclude_node=action.exclude_node,
+        let_job_finish=action.let_job_finish,
     )

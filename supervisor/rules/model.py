@@ -222,14 +222,29 @@ class Conditions(_Strict):
 
 
 class ResumeAction(_Strict):
-    """Resubmit the run (cancelling the job first if it still runs)."""
+    """Resubmit the run (cancelling the job first if it still runs, unless `let_job_finish`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     from_: str = Field(default="latest", alias="from", pattern=r"^(latest|best|step_\d+)$")
     env: dict[str, str] = Field(default_factory=dict)
+    mounts: list[str] = Field(
+        default_factory=list, description="container mounts added for the next attempts (src:dst)"
+    )
     sbatch_args: list[str] = Field(default_factory=list)
     exclude_node: bool = False
+    let_job_finish: bool = Field(
+        default=False, description="the job is ending by itself: wait for it instead of cancelling it"
+    )
+
+    @field_validator("mounts")
+    @classmethod
+    def _mounts(cls, v: list[str]) -> list[str]:
+        for mount in v:
+            for name in template_fields(mount):
+                if not name.startswith("spec."):
+                    raise ValueError(f"{mount}: unknown placeholder {{{name}}} (use spec.<field>)")
+        return v
 
     @field_validator("env")
     @classmethod

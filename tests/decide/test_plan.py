@@ -135,3 +135,59 @@ def test_an_alert_whose_placeholder_has_no_value_still_alerts_with_the_rule_and_
     result = plan_match(m, [], PolicyConfig(), now=NOW, context={"run": "run-1"})
     assert result.effects == (Alert("alert", "error"),)
     assert result.alert_text.startswith("run-1: nccl-error: nccl-error: something broke (bad template")
+
+
+def test_an_exit_0_before_the_last_step_continues_the_chain_and_costs_no_budget_after_a_checkpoint() -> None:
+    m = match(
+        {"alert": {"level": "info", "message": "{run}: completed."}},
+        category="completed",
+        rule="run-completed",
+    )
+    done = [
+        AttemptRecord(
+            attempt=2,
+            category="completed",
+            started_at=0,
+            ended_at=NOW - 5,
+            checkpoint_before=10,
+            checkpoint_after=20,
+        )
+    ]
+    result = plan_match(
+        m,
+        done,
+        PolicyConfig(),
+        now=NOW,
+        context={},
+        unfinished="its newest checkpoint step_20 is below grpo.max_num_steps=100",
+    )
+    (effect,) = result.effects
+    assert isinstance(effect, Resume) and effect.at == NOW and "budget untouched" in effect.why
+    assert "not finished" in result.alert_text and "step_20" in result.alert_text
+
+
+def test_an_exit_0_before_the_last_step_without_a_new_checkpoint_is_a_loop_and_stops() -> None:
+    m = match(category="completed", rule="run-completed")
+    looped = [
+        AttemptRecord(
+            attempt=i,
+            category="time_limit",
+            started_at=i * 100.0,
+            ended_at=i * 100.0 + 50,
+            checkpoint_before=20,
+            checkpoint_after=20,
+        )
+        for i in range(1, 5)
+    ]
+    looped.append(
+        AttemptRecord(
+            attempt=5,
+            category="completed",
+            started_at=500.0,
+            ended_at=550.0,
+            checkpoint_before=20,
+            checkpoint_after=20,
+        )
+    )
+    (effect,) = plan_match(m, looped, PolicyConfig(), now=600.0, context={}, unfinished="below").effects
+    assert isinstance(effect, GiveUp) and "below" in effect.reason

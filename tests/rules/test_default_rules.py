@@ -120,6 +120,9 @@ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.""",
     "slurm-preempted": [
         "slurmstepd: error: *** JOB 4242 ON node2 CANCELLED AT 2026-11-21T10:00:00 DUE TO PREEMPTION ***",
     ],
+    "training-deadline": [  # NeMo RL's own words after its checkpoint_must_save_by save (grpo.py)
+        "Saving checkpoint for step 40...\nTimeout has been reached, stopping training early",
+    ],
     "node-failure": [
         "srun: error: Node failure on node5",
         "slurmstepd: error: *** JOB 4242 ON node5 CANCELLED AT 2026-11-21T10:00:00 DUE TO NODE FAILURE ***",
@@ -147,6 +150,10 @@ NEGATIVE = {
     ],
     "ray-actor-died": [
         "WARNING: actor VllmGenerationWorker will be restarted (ray.exceptions.RayActorError caught in health check)",
+    ],
+    "training-deadline": [
+        "Max number of steps has been reached, stopping training early",
+        "INFO timeout checker: 00:03:50:00 budget, 00:01:10:00 left",
     ],
     "ray-startup-failed": [
         "[2026-11-21 10:00:01,000 W 1 1] Failed to connect to GCS, retrying in 1 s (attempt 2 of 30)",
@@ -244,7 +251,7 @@ def test_qos_pending_fires_after_its_duration_and_priority_stays_quiet(rs: RuleS
 def test_rollouts_stalled_fires_without_progress_and_rearms_after_progress(rs: RuleSet) -> None:
     st = MatcherState(run_id="r1", attempt=1)
     feed(rs, st, _state(JobState.RUNNING, 0.0))
-    note_files(st, ["STARTED_RAY_HEAD"])
+    note_files(st, ["STARTED_RAY_HEAD", "ray-driver.log"])
     feed(rs, st, ProgressEvent("r1", 1, "rollouts", 428, 2048, at=60.0))
     assert feed(rs, st, Tick(60.0 + 29 * 60)) == []
     (m,) = feed(rs, st, Tick(60.0 + 31 * 60))
@@ -255,7 +262,7 @@ def test_rollouts_stalled_fires_without_progress_and_rearms_after_progress(rs: R
 def test_progress_keeps_stall_quiet(rs: RuleSet) -> None:
     st = MatcherState(run_id="r1", attempt=1)
     feed(rs, st, _state(JobState.RUNNING, 0.0))
-    note_files(st, ["STARTED_RAY_HEAD"])
+    note_files(st, ["STARTED_RAY_HEAD", "ray-driver.log"])
     for i in range(1, 20):
         feed(rs, st, ProgressEvent("r1", 1, "step", i, at=i * 600.0))
         assert feed(rs, st, Tick(i * 600.0 + 300)) == []
@@ -290,3 +297,16 @@ def test_alert_and_env_templates_render_from_a_match(rs: RuleSet) -> None:
     assert render_template(resume.env["HF_HOME"], ctx) == "/shared/cache/huggingface"
     text = render_template(alert.message, ctx)
     assert text.startswith("r1: the HF->mcore conversion") and "Pretrained run config not found" in text
+
+
+def test_a_head_that_started_without_a_driver_for_40_minutes_is_a_bring_up_that_never_finished(
+    rs: RuleSet,
+) -> None:
+    st = MatcherState(run_id="r1", attempt=1)
+    feed(rs, st, _state(JobState.RUNNING, 0.0))
+    note_files(st, ["STARTED_RAY_HEAD", "ray-head.log"])  # NeMo RL's head waits up to 30 min for its workers
+    assert feed(rs, st, Tick(29 * 60.0)) == []
+    [stall] = feed(rs, st, Tick(31 * 60.0))  # no progress either: the stall rule says so first
+    (m,) = feed(rs, st, Tick(41 * 60.0))
+    assert stall.rule == "rollouts-stalled"
+    assert m.rule == "ray-startup-failed" and "ray-driver.log not written" in m.reason

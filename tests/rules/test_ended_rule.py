@@ -11,6 +11,7 @@ from supervisor.domain.jobstate import JobState
 from supervisor.domain.spec import JobSpec
 from supervisor.rules.engine import MatcherState, load_ruleset, scan_lines
 from supervisor.settings import Settings, WatchSettings
+from supervisor.slurm.launchers import nemo_rl
 
 LINE = (
     "shepherd: ENDED not written 10 min after the driver exited while job 7 is RUNNING in /l/7-logs: "
@@ -46,3 +47,21 @@ def test_the_monitor_waits_for_the_ended_overdue_s_setting(tmp_path: Path, monke
     [m] = monitor.check_ended(w, 105.0)
     assert m.rule == "ended-not-written" and "job 7 is RUNNING" in m.excerpt
     assert monitor.check_ended(w, 200.0) == []  # once per attempt
+
+
+def test_nemo_rls_ended_marker_is_a_failed_bring_up_and_never_an_overdue_end(tmp_path: Path) -> None:
+    """NeMo RL's launcher writes ENDED only when Ray did not come up (its file contract, nemo-rl-facts.md)."""
+    monitor = build(Settings(root=tmp_path / "root")).monitor
+    logs = tmp_path / "logs" / "8-logs"
+    logs.mkdir(parents=True)
+    (logs / "STARTED_RAY_HEAD").touch()
+    state = MatcherState(run_id="r", attempt=1, job_state=JobState.RUNNING)
+    w = AttemptWatch(
+        "r", 1, "8", JobSpec.model_validate({"name": "x", "command": ["echo"]}), load_ruleset(), state,
+        tmp_path / "logs", contract=nemo_rl.CONTRACT, driver_exited_at=100.0,
+    )  # fmt: skip
+    assert monitor.check_ended(w, 10_000.0) == []  # no driver-exit line is expected, so nothing is overdue
+    (logs / "ENDED").touch()
+    [m] = monitor.check_ended(w, 10_001.0)
+    assert m.rule == "ray-startup-failed" and "bring-up failed" in m.excerpt
+    assert monitor.check_ended(w, 10_002.0) == []  # once per attempt

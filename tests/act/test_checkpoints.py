@@ -1,0 +1,52 @@
+"""Whether a run that exited 0 is finished, from its newest checkpoint's own config.yaml."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from supervisor.act.checkpoints import max_steps, unfinished
+from supervisor.domain.spec import JobSpec
+
+
+def save(ck: Path, step: int, max_num_steps: int | None) -> None:
+    d = ck / f"step_{step}"
+    d.mkdir(parents=True)
+    (d / "training_info.json").write_text(json.dumps({"current_step": step}))
+    if max_num_steps is not None:
+        (d / "config.yaml").write_text(
+            f"grpo:\n  max_num_steps: {max_num_steps}\ncheckpointing:\n  save_period: 10\n"
+        )
+
+
+def spec(ck: Path) -> JobSpec:
+    return JobSpec.model_validate({"name": "r", "command": "x", "checkpoint": {"dir": str(ck)}})
+
+
+def test_a_newest_checkpoint_below_max_num_steps_means_the_run_has_steps_left(tmp_path: Path) -> None:
+    save(tmp_path / "ck", 10, 100)
+    save(tmp_path / "ck", 20, 100)
+    assert (
+        unfinished(spec(tmp_path / "ck")) == "its newest checkpoint step_20 is below grpo.max_num_steps=100"
+    )
+
+
+def test_a_checkpoint_at_max_steps_or_without_a_config_means_done(tmp_path: Path) -> None:
+    save(tmp_path / "a", 100, 100)
+    save(tmp_path / "b", 20, None)
+    assert unfinished(spec(tmp_path / "a")) is None and unfinished(spec(tmp_path / "b")) is None
+    assert unfinished(JobSpec.model_validate({"name": "r", "command": "x"})) is None  # no checkpoint dir
+
+
+def test_the_lineage_a_staged_attempt_trained_in_is_where_its_progress_is(tmp_path: Path) -> None:
+    save(tmp_path / "ck", 40, 100)
+    save(tmp_path / "staged", 100, 100)
+    assert unfinished(spec(tmp_path / "ck"), lineage=str(tmp_path / "staged")) is None
+
+
+def test_a_config_that_is_not_a_mapping_or_says_nonsense_is_ignored(tmp_path: Path) -> None:
+    d = tmp_path / "step_5"
+    d.mkdir()
+    for text in ("- a list\n", "grpo: {max_num_steps: -3}\n", "grpo: {max_num_steps: true}\n", ": : :\n"):
+        (d / "config.yaml").write_text(text)
+        assert max_steps(d) is None

@@ -7,6 +7,9 @@ the staged dir with its link.
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +68,34 @@ def resolve_checkpoint_for_run(
 
 
 def stage(root: Path, source: Path, attempt: int) -> Path:
-    """A new dir under `root` holding one symlink to `source` (a ``step_N``); nothing else is touched."""
+    """A new dir under `root` holding a copy of `source` (a ``step_N``) made of hard links.
+
+    Not a symlink: NeMo RL's retention `rmtree`s steps that drop out of its top-k, and `rmtree` raises on a
+    symlink (v0.6.0 crashes the run). A hard-linked copy is a real directory: deleting it removes only its
+    own names, the user's checkpoint keeps every file. Checkpoints are written once and never modified in
+    place, so sharing their inodes is safe. Where hard links fail (another filesystem), files are copied.
+    """
     root.mkdir(parents=True, exist_ok=True)
     target = root / fresh_name([p.name for p in root.iterdir()], attempt)
     target.mkdir()
-    (target / source.name).symlink_to(source.resolve(), target_is_directory=True)
+    link_tree(source.resolve(), target / source.name)
     return target
+
+
+def link_tree(source: Path, dest: Path) -> None:
+    """`dest` mirrors `source`: directories made, files hard-linked (copied when a link is refused)."""
+    dest.mkdir()
+    for entry in sorted(source.iterdir()):
+        to = dest / entry.name
+        if entry.is_dir() and not entry.is_symlink():
+            link_tree(entry, to)
+            continue
+        try:
+            os.link(entry, to, follow_symlinks=True)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                raise
+            shutil.copy2(entry, to)
 
 
 def stage_or_choose(

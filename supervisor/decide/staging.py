@@ -1,11 +1,12 @@
 """Resume a trainer that always resumes from its newest ``step_N`` (NeMo RL) from another checkpoint.
 
-NeMo RL has no "resume from X": it takes the highest ``step_N`` in ``checkpointing.checkpoint_dir``. To resume
-from ``best`` or ``step_N`` shepherd stages a fresh dir ``<checkpoint.dir>.staged/<run>/attempt-<n>/`` holding
-one symlink to the chosen ``step_N`` (its ``training_info.json`` comes along) and points the next attempt at
-it; newer checkpoints in the original dir are never touched. The staged dir sits beside the checkpoint dir so
-it is on the same shared filesystem the job already reads. Later resumes look in the dir the last attempt used
-(its *lineage*, where the trainer wrote new steps) as well as the original.
+NeMo RL has no "resume from X": it takes the highest ``step_N`` in ``checkpointing.checkpoint_dir``. To
+resume from ``best`` or ``step_N`` shepherd stages a fresh dir
+``<checkpoint.dir>.staged/<run>/attempt-<n>/`` holding a hard-linked copy of the chosen ``step_N`` (NeMo
+RL's retention may `rmtree` it: only the copy's names go) and points the next attempt at it; newer
+checkpoints in the original dir are never touched. The staged dir sits beside the checkpoint dir, on the
+shared filesystem the job already reads (hard links need that). Later resumes look in the dir the last
+attempt used (its *lineage*, where the trainer wrote new steps) as well as the original.
 
 `place` is pure (listings in, decision out); `act/checkpoints.py` is the thin I/O shell that stages.
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from supervisor.act.checkpoints import stage, stage_or_choose
@@ -70,7 +71,7 @@ def write_step(d: Path, step: int, acc: float) -> None:
     (d / f"step_{step}" / "training_info.json").write_text(json.dumps({"step": step, "val:accuracy": acc}))
 
 
-def test_resolve_stages_a_link_and_leaves_the_original_dir_alone(tmp_path: Path) -> None:
+def test_resolve_stages_a_hard_linked_copy_and_leaves_the_original_dir_alone(tmp_path: Path) -> None:
     ck = tmp_path / "ck"
     for step, acc in ((10, 0.2), (20, 0.9), (30, 0.4)):
         write_step(ck, step, acc)
@@ -79,8 +80,9 @@ def test_resolve_stages_a_link_and_leaves_the_original_dir_alone(tmp_path: Path)
     assert path is not None and Path(path).name == "step_20"
     staged = Path(path).parent
     assert staged == tmp_path / "ck.staged" / "r1" / "attempt-2"
-    assert Path(path).is_symlink() and Path(path).resolve() == (ck / "step_20").resolve()
-    assert (Path(path) / "training_info.json").is_file()
+    assert Path(path).is_dir() and not Path(path).is_symlink()
+    info = Path(path) / "training_info.json"
+    assert info.stat().st_ino == (ck / "step_20" / "training_info.json").stat().st_ino  # linked, not copied
     assert sorted(p.name for p in staged.iterdir()) == ["step_20"]
     assert sorted(p.name for p in ck.iterdir()) == before
     assert trainer_dir(ck, path) == str(staged)
@@ -101,3 +103,19 @@ def test_stage_links_into_a_fresh_dir_when_one_exists(tmp_path: Path) -> None:
     first = stage(tmp_path / "root", tmp_path / "ck" / "step_10", 2)
     second = stage(tmp_path / "root", tmp_path / "ck" / "step_10", 2)
     assert (first.name, second.name) == ("attempt-2", "attempt-2.2")
+
+
+def test_retention_deleting_the_staged_step_deletes_nothing_of_the_users(tmp_path: Path) -> None:
+    """NeMo RL v0.6.0 `rmtree`s a step that drops out of its top-k, inside the save: it must not raise, and
+    the user's checkpoint must keep every file."""
+    ck = tmp_path / "ck"
+    for step, acc in ((10, 0.2), (20, 0.9), (30, 0.4)):
+        write_step(ck, step, acc)
+    weights = ck / "step_20" / "policy" / "weights"
+    weights.mkdir(parents=True)
+    (weights / "model.safetensors").write_bytes(b"w" * 1000)
+    path, _ = stage_or_choose(ck, "best", run_id="r1", attempt=2, metric="val:accuracy")
+    assert path is not None
+    shutil.rmtree(path)  # what NeMo RL's retention does; a symlink would raise OSError here
+    assert (ck / "step_20" / "policy" / "weights" / "model.safetensors").read_bytes() == b"w" * 1000
+    assert (ck / "step_20" / "training_info.json").is_file()

@@ -42,6 +42,7 @@ from supervisor.watch.lines import (
 log = structlog.get_logger(__name__)
 
 READ_SIZE = 4 * 1024 * 1024
+HEAD_BYTES = 128  # enough to tell a rewritten log (timestamps, a banner) from the one read
 MAX_LINE_BYTES = MAX_LINE_CHARS - 128  # leaves room for the marker under the normaliser's own cap
 
 
@@ -172,11 +173,16 @@ class Tailer:
         self.clock = clock
         self._partial: dict[str, _Partial] = {}
         self._held: dict[str, _Held] = {}
+        # The first bytes each file had when it was read from its start: a file truncated and written
+        # again past our offset between two reads (NeMo RL truncates ray-driver.log for each attempt) is
+        # noticed by its head, not by its size, and read again from the start instead of losing lines.
+        self._heads: dict[str, bytes] = {}
 
     def forget(self, path: str | Path) -> None:
         """Stop tracking a path (run finished): closes the held descriptor."""
         key = str(path)
         self._partial.pop(key, None)
+        self._heads.pop(key, None)
         held = self._held.pop(key, None)
         if held is not None:
             os.close(held.fd)
@@ -258,11 +264,13 @@ class Tailer:
                 result.events.append("rotated")
                 log.info("log file replaced", path=key, old_inode=cursor.inode, new_inode=st.st_ino)
                 cursor = FileCursor(st.st_ino, 0, 0)
-            elif st.st_size < cursor.offset:
+            elif st.st_size < cursor.offset or self._rewritten(key, fd, cursor.offset):
                 result.events.append("truncated")
                 log.info("log file truncated", path=key, size=st.st_size, offset=cursor.offset)
                 self._partial.pop(key, None)
                 cursor = FileCursor(st.st_ino, 0, 0)
+            if cursor.offset == 0 or len(self._heads.get(key, b"")) < HEAD_BYTES:
+                self._heads[key] = os.pread(fd, HEAD_BYTES, 0)  # (what matched, now longer)
             part = self._drain(key, fd, cursor, st.st_size, final=flush, budget=budget)
             result._add(part.batch, always=not (result.batches or result.raw))
             result.cursor = part.cursor
@@ -277,6 +285,14 @@ class Tailer:
                 os.close(fd)
 
     # ---- internals ------------------------------------------------------------------------------------
+    def _rewritten(self, key: str, fd: int, offset: int) -> bool:
+        """The file's first bytes are no longer the ones it had when read from its start."""
+        head = self._heads.get(key)
+        if not head or offset <= 0:
+            return False
+        now = os.pread(fd, min(len(head), offset), 0)
+        return now != head[: len(now)]
+
     def _find_rotated(self, key: str, inode: int) -> _Held | None:
         """After a restart, the file our cursor points into may live on as `name.1`: finish it."""
         path = Path(key)

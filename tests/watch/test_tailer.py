@@ -105,6 +105,23 @@ def test_truncation_restarts_from_the_top(tmp_path: Path, tailer: Tailer) -> Non
     assert [(n, line.text) for n, line in res.lines()] == [(1, "new")]
 
 
+def test_a_log_truncated_and_written_past_the_old_offset_is_read_again_from_the_top(
+    tmp_path: Path, tailer: Tailer
+) -> None:
+    """NeMo RL truncates ray-driver.log for each attempt (`>` keeps the inode): a new attempt that has
+    written more than the old one by the next read is new content, never lines lost."""
+    f = tmp_path / "ray-driver.log"
+    f.write_bytes(b"attempt 1 line a\nattempt 1 line b\n")
+    first = tailer.read(f, None)
+    with f.open("r+b") as fh:  # truncate in place, then write more than before
+        fh.truncate(0)
+        fh.write(b"attempt 2 starts here\n" + b"attempt 2 line\n" * 5)
+    again = tailer.read(f, first.cursor)
+    assert "truncated" in again.events
+    texts = [line.text for _n, line in again.lines()]
+    assert texts[0] == "attempt 2 starts here" and len(texts) == 6
+
+
 def test_rotation_drains_the_old_file_before_reading_the_new_one(tmp_path: Path, tailer: Tailer) -> None:
     log = tmp_path / "ray-head.log"
     log.write_bytes(b"a\n")

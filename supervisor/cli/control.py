@@ -7,10 +7,14 @@ import argparse
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
+from supervisor.act.adopt import adopt
 from supervisor.act.checkpoints import resolve_checkpoint_for_run
 from supervisor.act.control import Controller, find_run
 from supervisor.cli.common import EXIT_ERROR, AddCommand, actor, open_store, report, settings_of, usage_error
+from supervisor.domain.spec import check_spec_files, load_spec
+from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.notify.silences import RULE_PREFIX, Silences
 from supervisor.ports import ControlError
 from supervisor.rules.model import parse_duration
@@ -29,6 +33,9 @@ def register(add: AddCommand) -> None:
     r = add("resume", cmd_resume, "resubmit a run from a checkpoint")
     r.add_argument("run")
     r.add_argument("checkpoint", nargs="?", default="latest", help="latest | best | step_N")
+    ad = add("adopt", cmd_adopt, "take over a running job submitted by hand (sbatch ray.sub) as a new run")
+    ad.add_argument("job_id")
+    ad.add_argument("--spec", required=True, help="the spec to judge it by and resume it with")
     sil = add("silence", cmd_silence, "hold back a run's or a rule's alerts for a while (rules still act)")
     sil.add_argument("target", help="a run id or name, or rule:NAME")
     sil.add_argument("duration", help="e.g. 30m, 4h")
@@ -77,3 +84,26 @@ def cmd_silence(args: argparse.Namespace) -> int:
     until = Silences(store.db).add(args.target, seconds, actor())
     print(f"silenced {args.target} until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}")
     return 0
+
+
+def cmd_adopt(args: argparse.Namespace) -> int:
+    """Prints the new run's id; the daemon watches the job from its next poll."""
+    settings = settings_of(args)
+    path = Path(args.spec)
+    try:
+        spec = load_spec(path)
+    except (YamlDocumentError, OSError) as exc:
+        print(f"shepherd: invalid spec:\n{exc}", file=sys.stderr)
+        return EXIT_ERROR
+    problems = check_spec_files(spec)
+    if problems:
+        print("shepherd: invalid spec:\n" + "\n".join(f"{path}: {p}" for p in problems), file=sys.stderr)
+        return EXIT_ERROR
+    store = open_store(settings)
+    slurm = SlurmClient(timeout_s=settings.slurm.command_timeout_s, bin_dir=settings.slurm.bin_dir)
+
+    async def take_over() -> str:
+        run = await adopt(store, slurm, settings, args.job_id, spec, path)
+        return run.id
+
+    return report(take_over)

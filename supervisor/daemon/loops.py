@@ -522,9 +522,11 @@ class Daemon:
 
     def _record_owed_exit_codes(self, sacct: list[JobObservation], owed: dict[tuple[str, int], str]) -> None:
         """Exit codes of attempts that ended while sacct could not tell them, now that it can."""
+        attempt_of = {job: key for key, job in owed.items()}
         for obs in sacct:
-            key = obs.tag
-            if key is None or owed.get(key) != obs.job_id:
+            key = attempt_of.get(obs.job_id)
+            # By id, but never another job that got a reused id (its tag names another attempt).
+            if key is None or (obs.tag is not None and obs.tag != key):
                 continue
             if not obs.state.is_terminal or obs.exit_code is None:
                 continue  # sacct lags: slurmctld has not sent it the job's end yet

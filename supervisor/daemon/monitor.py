@@ -81,6 +81,7 @@ class AttemptWatch:
     metrics_saved: FileCursor | None = None  # the metrics.jsonl cursor last staged for saving
     tb: TensorBoardWatcher | None = None  # the trainer's event files, read when it writes no metrics.jsonl
     contract: FileContract = shepherd_launcher.CONTRACT  # what its launcher's files mean
+    output: Path | None = None  # Slurm's output file, when not the launcher's usual one (an adopted job)
     source: MetricSource | None = None  # where this attempt's scalars come from, once known
     driver_log: DriverLogReader = field(default_factory=DriverLogReader)  # NeMo RL's banners and results
     tb_rescan: bool = True  # list the event files again on the next read (with the log files' re-listing)
@@ -98,6 +99,9 @@ class AttemptWatch:
 
     def log_dirs(self) -> list[Path]:
         return layout.log_dirs(self.log_base, self.job_id)
+
+    def output_file(self) -> Path:
+        return self.output if self.output is not None else layout.output_file(self.log_base, self.job_id)
 
     def current_log_dir(self) -> Path | None:
         return layout.current_log_dir(self.log_base, self.job_id)
@@ -168,6 +172,7 @@ class Monitor:
             log.error("the run's rules do not load; using the default rules", run_id=run.id, error=str(exc))
             rules = load_ruleset()
         st = MatcherState(run_id=run.id, attempt=attempt.n)
+        adopted = attempt.overrides if attempt.overrides.get("adopted") else {}  # where a job by hand writes
         w = AttemptWatch(
             run.id,
             attempt.n,
@@ -175,8 +180,11 @@ class Monitor:
             spec,
             rules,
             st,
-            base_log_dir(spec, self.settings.runs_dir / run.id),
+            Path(adopted["log_base"])
+            if adopted.get("log_base")
+            else base_log_dir(spec, self.settings.runs_dir / run.id),
             contract=file_contract(spec),
+            output=Path(adopted["output"]) if adopted.get("output") else None,
         )
         if spec.trainer_log_dir is not None:
             w.status = StatusReader(spec.trainer_log_dir / STATUS_FILE)
@@ -187,7 +195,7 @@ class Monitor:
 
     def _recover_driver_exit(self, w: AttemptWatch) -> float | None:
         """After a restart the tailer resumes past the 'driver exited' line: look for it in the tail."""
-        path = layout.output_file(w.log_base, w.job_id)
+        path = w.output_file()
         try:
             with path.open("rb") as fh:
                 st = os.fstat(fh.fileno())
@@ -200,7 +208,7 @@ class Monitor:
     def _refresh_files(self, w: AttemptWatch) -> None:
         w.refreshed_at = self.clock()
         w.tb_rescan = True
-        wanted = {str(layout.output_file(w.log_base, w.job_id))}
+        wanted = {str(w.output_file())}
         for d in w.log_dirs():
             wanted |= {str(p) for p in d.glob(layout.LOG_GLOB)}
             if str(d) not in self._by_path:

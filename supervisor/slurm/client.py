@@ -24,6 +24,7 @@ from supervisor.slurm.parse import (
     looks_unreachable,
     parse_sacct,
     parse_sbatch_parsable,
+    parse_scontrol_job,
     parse_squeue,
 )
 
@@ -172,6 +173,17 @@ class SlurmClient:
         if proc.returncode != 0:
             raise self._fail(argv, proc)
         return proc.stdout.decode(errors="replace").strip()
+
+    async def show_job(self, job_id: str) -> dict[str, str]:
+        """`scontrol show job` of one job (its state, user, work dir, output file...)."""
+        argv = [self._exe("scontrol"), "show", "job", "-o", job_id]
+        proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        fields = parse_scontrol_job(proc.stdout.decode(errors="replace"))
+        if fields.get("JobId") != job_id:
+            raise SlurmRejected(f"scontrol show job {job_id}: no such job")
+        return fields
 
     async def cancel(self, job_id: str, *, signal: str | None = None) -> None:
         argv = [self._exe("scancel"), *(["--signal", signal] if signal else []), job_id]

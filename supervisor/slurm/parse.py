@@ -211,3 +211,17 @@ _UNREACHABLE = re.compile(
 def looks_unreachable(stderr: str) -> bool:
     """Errors that mean "could not ask", as opposed to "Slurm said no"."""
     return bool(_UNREACHABLE.search(stderr))
+
+
+_SHOW_FIELD_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9:_/]*)=")
+
+
+def parse_scontrol_job(text: str) -> dict[str, str]:
+    """`scontrol show job -o JOBID` as a dict (the first job); a value runs to the next ` Key=`."""
+    line = next((ln for ln in text.splitlines() if "JobId=" in ln), "")
+    marks = list(_SHOW_FIELD_RE.finditer(line))
+    out: dict[str, str] = {}
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(line)
+        out[m.group(1)] = line[m.end() : end].strip()
+    return out

@@ -49,14 +49,36 @@ def _by_tag(observations: Iterable[JobObservation]) -> dict[tuple[str, int], Job
     return out
 
 
+ADOPTED_TAG_PREFIX = "job:"  # an attempt adopted from a job submitted by hand: no tag of ours in Slurm
+
+
+def adopted_tag(job_id: str) -> str:
+    return f"{ADOPTED_TAG_PREFIX}{job_id}"
+
+
+class _Seen:
+    """What one Slurm answer says, found by our tag, or by job id for an adopted attempt (its job carries no
+    tag of ours; its id is safe to match: we learnt it from Slurm while the job existed)."""
+
+    def __init__(self, observations: Iterable[JobObservation]) -> None:
+        obs = list(observations)
+        self.by_tag = _by_tag(obs)
+        self.by_id = {o.job_id: o for o in obs}
+
+    def of(self, a: AttemptRow) -> JobObservation | None:
+        if a.tag.startswith(ADOPTED_TAG_PREFIX):
+            return self.by_id.get(a.job_id or "")
+        return self.by_tag.get((a.run_id, a.n))
+
+
 def sacct_needed(attempts: Sequence[AttemptRow], squeue: Sequence[JobObservation]) -> list[str]:
     """Job ids whose final state (or exit code) only sacct can tell."""
-    seen = _by_tag(squeue)
+    seen = _Seen(squeue)
     ids = []
     for a in attempts:
         if a.state != AttemptState.SUBMITTED or a.job_id is None:
             continue
-        obs = seen.get((a.run_id, a.n))
+        obs = seen.of(a)
         if obs is None or obs.state.is_terminal:
             ids.append(a.job_id)
     return ids
@@ -77,15 +99,15 @@ def reconcile(
     `sacct` is None when sacct could not be asked this time: then nothing may be
     concluded from a job's absence.
     """
-    live = _by_tag(squeue)
-    final = _by_tag(sacct or ())
+    live = _Seen(squeue)
+    final = _Seen(sacct or ())
     updates: list[AttemptUpdate] = []
     for a in attempts:
         key = (a.run_id, a.n)
         if key in in_flight:
             continue  # sbatch is running right now in this process
-        obs = live.get(key)
-        done = final.get(key)
+        obs = live.of(a)
+        done = final.of(a)
         if a.state == AttemptState.INTENT:
             if obs is not None or done is not None:
                 updates.append(AttemptUpdate(a.run_id, a.n, UpdateKind.FOUND, obs or done))

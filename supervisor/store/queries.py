@@ -67,6 +67,37 @@ class Store:
         assert run is not None
         return run
 
+    def adopt_run(
+        self,
+        run_id: str,
+        name: str,
+        spec_json: str,
+        spec_path: str,
+        *,
+        job_id: str,
+        tag: str,
+        record: dict[str, Any],
+    ) -> RunRow:
+        """A run whose first attempt is a job submitted by hand (`shepherd adopt`): one transaction."""
+        now = self.clock()
+        with self.tx() as db:
+            db.execute(
+                "INSERT INTO runs (id, name, spec_json, spec_path, state, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (run_id, name, spec_json, spec_path, RunState.PENDING, now, now),
+            )
+            db.execute(
+                "INSERT INTO attempts (run_id, n, tag, state, job_id, intent_at, submitted_at,"
+                " overrides_json) VALUES (?, 1, ?, ?, ?, ?, ?, ?)",
+                (run_id, tag, AttemptState.SUBMITTED, job_id, now, now, json.dumps(record)),
+            )
+            self._event(
+                db, run_id, 1, "adopted", f"job {job_id}, submitted by hand, adopted as attempt 1", record
+            )
+        run = self.get_run(run_id)
+        assert run is not None
+        return run
+
     def get_run(self, run_id: str) -> RunRow | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         return _run(row) if row else None

@@ -97,3 +97,18 @@ def test_every_recorded_squeue_and_sacct_file_parses_without_problems() -> None:
         assert problems == [], f
         checked += 1
     assert checked > 0
+
+
+def test_scontrol_show_job_one_line_becomes_fields_even_with_spaces_in_a_value() -> None:
+    from supervisor.slurm.parse import parse_scontrol_job
+
+    text = (
+        "JobId=233 JobName=ray-job UserId=me(1000) JobState=RUNNING Reason=None "
+        "Command=/shared/RL/ray.sub WorkDir=/shared/me/RL StdOut=/shared/me/RL/slurm-233.out "
+        "Comment=a comment with spaces TimeLimit=04:00:00\n"
+    )
+    fields = parse_scontrol_job(text)
+    assert fields["JobId"] == "233" and fields["JobState"] == "RUNNING"
+    assert fields["WorkDir"] == "/shared/me/RL" and fields["StdOut"] == "/shared/me/RL/slurm-233.out"
+    assert fields["Comment"] == "a comment with spaces" and fields["TimeLimit"] == "04:00:00"
+    assert parse_scontrol_job("") == {}

@@ -1,9 +1,11 @@
 """Reconciliation: unknown is never failed, tags beat job ids, intents settle by tag."""
 
+from dataclasses import replace
+
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.runs import AttemptRow, AttemptState
 from supervisor.slurm.parse import JobObservation, make_comment, make_job_name
-from supervisor.slurm.reconcile import UpdateKind, reconcile, sacct_needed
+from supervisor.slurm.reconcile import UpdateKind, adopted_tag, reconcile, sacct_needed
 
 
 def attempt(
@@ -107,3 +109,26 @@ def test_sacct_is_asked_only_for_jobs_that_left_the_queue_or_ended() -> None:
     a1, a2, a3 = attempt(1, job_id="10"), attempt(2, job_id="11"), attempt(3, job_id="12")
     squeue = [obs("10", JobState.RUNNING, n=1), obs("11", JobState.COMPLETED, n=2)]
     assert sacct_needed([a1, a2, a3], squeue) == ["11", "12"]
+
+
+def adopted(job_id: str = "77") -> AttemptRow:
+    """Attempt 1 of a run adopted from a job submitted by hand: its job carries no tag of ours."""
+    return replace(attempt(job_id=job_id), tag=adopted_tag(job_id))
+
+
+def test_an_adopted_job_is_followed_by_its_id_since_it_has_no_tag_of_ours() -> None:
+    by_hand = JobObservation(
+        "77", "ray-job", JobState.RUNNING
+    )  # `COMMAND=... sbatch ray.sub`: NeMo RL's name
+    [u] = reconcile([adopted()], [by_hand], [], now=0.0, grace_s=600)
+    assert u.kind == UpdateKind.OBSERVED and u.obs is by_hand
+    ended = JobObservation("77", "ray-job", JobState.FAILED, exit_code=1, source="sacct")
+    assert sacct_needed([adopted()], []) == ["77"]
+    [done] = reconcile([adopted()], [], [ended], now=0.0, grace_s=600)
+    assert done.kind == UpdateKind.ENDED and done.obs is ended
+
+
+def test_a_tagged_attempt_is_never_matched_by_id_alone() -> None:
+    other = JobObservation("10", "someone-else", JobState.RUNNING)  # the id, but not our tag
+    [u] = reconcile([attempt(job_id="10")], [other], [], now=0.0, grace_s=600)
+    assert u.kind == UpdateKind.MISSING

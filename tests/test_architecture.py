@@ -174,7 +174,7 @@ def test_docs_architecture_shows_the_graph_the_imports_make() -> None:
         text=True,
         check=True,
     ).stdout.strip()
-    assert generated in ARCHITECTURE.read_text(), "run scripts/import-graph and paste its output"
+    assert generated in ARCHITECTURE.read_text(), "run scripts/import-graph --write"
 
 
 @pytest.mark.parametrize("forbidden", ["supervisor.testing"])

@@ -50,8 +50,12 @@ def records(tmp: Path, name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (tmp / name / "record.jsonl").read_text().splitlines()]
 
 
+def steps(ck: Path) -> list[str]:
+    return sorted(p.name for p in ck.glob("step_*"))
+
+
 def snapshot(ck: Path) -> dict[str, str]:
-    return {p.name: (p / "training_info.json").read_text() for p in sorted(ck.iterdir())}
+    return {p.name: (p / "training_info.json").read_text() for p in sorted(ck.glob("step_*"))}
 
 
 def test_hf_cache_failure_resumes_nemo_rl_from_its_newest_step(sup: DaemonProcess, tmp_path: Path) -> None:
@@ -65,14 +69,14 @@ def test_hf_cache_failure_resumes_nemo_rl_from_its_newest_step(sup: DaemonProces
     assert first["resumed_from"] == 0 and first["hf_home"] is None
     assert second["resumed_from"] == 20 and second["checkpoint_dir"] == str(ck)
     assert second["hf_home"] == f"{tmp_path / 'shared-cache'}/huggingface"
-    assert sorted(p.name for p in ck.iterdir()) == ["step_10", "step_20", "step_30", "step_40"]
+    assert steps(ck) == ["step_10", "step_20", "step_30", "step_40"]
     assert not (tmp_path / "nrl-hf" / "results.staged").exists()  # latest: nothing staged
 
 
 def test_cli_resume_from_best_stages_it_and_leaves_newer_steps_alone(
     sup: DaemonProcess, tmp_path: Path
 ) -> None:
-    path, ck = spec(tmp_path, "nrl-best", "--fail-at", "30", "--failure", "odd", "--peak", "10")
+    path, ck = spec(tmp_path, "nrl-best", "--fail-at", "31", "--failure", "odd", "--peak", "10")
     run = sup.submit(path)
     assert sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)["state"] == "FAILED"
     before = snapshot(ck)
@@ -85,8 +89,10 @@ def test_cli_resume_from_best_stages_it_and_leaves_newer_steps_alone(
     staged = tmp_path / "nrl-best" / "results.staged" / run / "attempt-2"
     assert second["resumed_from"] == 10  # best, although step_30 is newer
     assert second["checkpoint_dir"] == second["env_checkpoint_dir"] == str(staged)
-    assert (staged / "step_10").is_symlink() and (staged / "step_10").resolve() == (ck / "step_10").resolve()
-    assert sorted(p.name for p in staged.iterdir()) == ["step_10", "step_20", "step_30", "step_40"]
+    info = staged / "step_10" / "training_info.json"
+    assert not (staged / "step_10").is_symlink()  # a hard-linked copy: NeMo RL's retention may rmtree it
+    assert info.stat().st_ino == (ck / "step_10" / "training_info.json").stat().st_ino
+    assert steps(staged) == ["step_10", "step_20", "step_30", "step_40"]
     assert snapshot(ck) == before  # the original dir: nothing deleted, nothing rewritten
     attempt2 = sup.status(run)["attempt_list"][1]["overrides"]
     assert attempt2["checkpoint_dir"] == str(staged)

@@ -1,102 +1,219 @@
-"""NeMo RL's own ray.sub, UNMODIFIED, on the dev Slurm cluster (with the pyxis stand-in: no containers).
+"""The daemon running NeMo RL's own ray.sub, UNMODIFIED (main and v0.6.0), on the dev Slurm cluster.
 
-Each test is one job through tests/support/run_nemo_rl_raysub.sh, which holds /tmp/shepherd-ray.lock from
-before sbatch until the job has ended: ray.sub runs `ray stop`, which kills every Ray process of the user on
-the machine.
+What a NeMo RL user sees end to end: a chain of attempts through ray.sub (a node-local HF cache fixed by a
+resume with HF_HOME and a mount, a save deadline passed by shepherd and honoured by the trainer, completion at
+grpo.max_num_steps), metrics from TensorBoard or from the driver log, a job submitted by hand and adopted, a
+resume from the best checkpoint, and a Ray bring-up failure read from ray.sub's ENDED marker.
 
-The scripts come from $SHEPHERD_NEMO_RL_DIR (a NeMo RL checkout, or any folder with `ray.sub*` files), else
-from `<repo>/../shared/third_party/nemo-rl/`. What each needs from the dev cluster is in docs/dev-cluster.md.
+The driver is tests/support/nemo_rl_standin.py (NeMo RL's files and lines, no model) joining the real Ray
+cluster ray.sub starts. The pyxis stand-in takes the container options; nothing is containerised.
+ray.sub runs `ray stop`, which kills every Ray process of the user on the machine: the module holds
+/tmp/shepherd-ray.lock while its jobs run. What each ray.sub needs from the dev cluster: docs/dev-cluster.md.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import shlex
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .conftest import REPO, VENV_BIN, SlurmCluster
+from tests.support.daemon import REPO, DaemonProcess, wait_for
+
+from .conftest import VENV_BIN, SlurmCluster
 
 pytestmark = [pytest.mark.slurm, pytest.mark.ray, pytest.mark.slow]
 
-HELPER = REPO / "tests" / "support" / "run_nemo_rl_raysub.sh"
-SHARED_COPIES = REPO.parent / "shared" / "third_party" / "nemo-rl"
-NEMO_RL_DIR = Path(os.environ.get("SHEPHERD_NEMO_RL_DIR") or SHARED_COPIES)
-SCRIPTS = sorted(p for p in NEMO_RL_DIR.glob("ray.sub*") if p.is_file()) if NEMO_RL_DIR.is_dir() else []
+STANDIN = REPO / "tests" / "support" / "nemo_rl_standin.py"
+SHARED = REPO.parent / "shared" / "third_party" / "nemo-rl"
+OWN = os.environ.get("SHEPHERD_NEMO_RL_RAYSUB")  # another ray.sub (a NeMo RL checkout's) in place of both
+MAIN = Path(OWN) if OWN else SHARED / "ray.sub.main-7ea279a"
+V060 = Path(OWN) if OWN else SHARED / "ray.sub.v0.6.0"
+FINAL = {"COMPLETED", "FAILED", "GAVE_UP", "CANCELLED"}
+TIME = "00:15:00"  # -> the deadline shepherd passes: 15 min - min(10 min, 15 min / 4) = 00:00:11:15
 
 
-@pytest.fixture(params=SCRIPTS or [None], ids=[p.name for p in SCRIPTS] or ["no-nemo-rl-scripts"])
-def ray_sub(request: pytest.FixtureRequest) -> Path:
-    if request.param is None:
-        pytest.skip(f"no NeMo RL ray.sub in {NEMO_RL_DIR} (set SHEPHERD_NEMO_RL_DIR)")
-    path: Path = request.param
+@pytest.fixture(scope="module")
+def ray_lock() -> Iterator[None]:
+    with open(os.environ.get("SHEPHERD_RAY_LOCK", "/tmp/shepherd-ray.lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)  # another session's ray.sub job may hold it for a few minutes
+        yield
+
+
+@pytest.fixture(scope="module")
+def sup(tmp_path_factory: pytest.TempPathFactory, slurm_cluster: SlurmCluster, ray_lock: None) -> Any:
+    for script in (MAIN, V060):
+        if not script.is_file():
+            pytest.skip(f"no NeMo RL ray.sub at {script} (../shared, or set SHEPHERD_NEMO_RL_RAYSUB)")
+    if not (VENV_BIN / "ray").exists():
+        pytest.skip("ray is not installed in .venv (scripts/setup)")
+    d = DaemonProcess(tmp_path_factory.mktemp("nemo-rl-raysub") / "root", env=slurm_cluster.env)
+    d.start()
+    yield d
+    d.stop()
+
+
+def driver(tmp: Path, name: str, *args: str) -> str:
+    """The COMMAND, as a NeMo RL user writes it: one shell string of Hydra-style overrides."""
+    argv = ["python", str(STANDIN), f"checkpointing.checkpoint_dir={tmp / name / 'results'}"]
+    return shlex.join([*argv, "--record", str(tmp / name / "record.jsonl"), *args])
+
+
+def nemo_spec(
+    tmp: Path, name: str, script: Path, command: str, *lines: str, env: dict[str, str] | None = None
+) -> Path:
+    """A spec with launcher nemo-rl, written the way docs/nemo-rl.md shows it."""
+    env = {
+        "RAY_AUTH_MODE": "disabled",
+        **(env or {}),
+    }  # else `ray status` fails once ~/.ray/auth_token exists
+    if "CPUTot" not in script.read_text():  # v0.6.0 asks GPUS_PER_NODE*16 CPUs (later: the node's CPUTot)
+        env.setdefault("CPUS_PER_WORKER", "8")  # the dev nodes have 8
+    ck = tmp / name / "results"
+    ck.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(
+        [
+            f"name: {name}",
+            f"command: {json.dumps(command)}",
+            f"workdir: {tmp}",
+            f"launcher: {{kind: nemo-rl, script: {script}}}",
+            f"slurm: {{account: shepherd, partition: gpu, nodes: 1, gpus_per_node: 4, time: '{TIME}'}}",
+            f"container: {{image: nvcr.io/nvidia/nemo-rl:v0.6.0, mounts: ['{tmp}:{tmp}']}}",
+            f"env: {json.dumps(env)}",
+            f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
+            "resume: {backoff_s: 0, checkpoint_dir_arg: ['checkpointing.checkpoint_dir={checkpoint_dir}']}",
+            *lines,
+        ]
+    )
+    path = tmp / f"{name}.yaml"
+    path.write_text(text + "\n")
     return path
 
 
-@pytest.fixture
-def nrl_env(slurm_cluster: SlurmCluster, ray_sub: Path) -> dict[str, str]:
-    if not (VENV_BIN / "ray").exists():
-        pytest.skip("ray is not installed in .venv (scripts/setup)")
-    env = dict(slurm_cluster.env)
-    # v0.6.0 claims CPUS_PER_WORKER = GPUS_PER_NODE*16 = 64 CPUs for its head step; the dev nodes have 8
-    # (later versions read CPUTot from Slurm).
-    if "CPUTot" not in ray_sub.read_text():
-        env["CPUS_PER_WORKER"] = "8"
-    return env
+def records(tmp: Path, name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (tmp / name / "record.jsonl").read_text().splitlines()]
 
 
-def run(env: dict[str, str], ray_sub: Path, tmp: Path, *args: str) -> dict[str, str]:
-    proc = subprocess.run(
-        [str(HELPER), "--dir", str(tmp), "--timeout", "240", *args, str(ray_sub)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,  # the lock may be held by another session's NeMo RL job
+def acted(status: dict[str, Any]) -> list[str]:
+    """The rules that acted on the run, in order."""
+    return [d["rule"] for d in status["decisions"] if d["action"] != "none"]
+
+
+def test_a_chain_through_ray_sub_fixes_the_hf_cache_stops_at_its_deadline_and_completes(
+    sup: DaemonProcess, tmp_path: Path
+) -> None:
+    """main's ray.sub, TensorBoard on: attempt 1 dies at policy init (HF->mcore conversion in a node-local
+    cache), attempt 2 gets HF_HOME on the shared dir, mounted, and stops at the save deadline shepherd
+    passed (exit 0, steps left), attempt 3 resumes from its newest step and completes."""
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    logs = tmp_path / "chain" / "logs"
+    command = driver(
+        tmp_path, "chain", "--ray", "--hf-cache-check", str(shared), "--steps", "20", "--step-seconds", "0.5",
+        "--deadline-scale", "0.01", f"logger.log_dir={logs}", "logger.tensorboard_enabled=true",
+    )  # fmt: skip
+    path = nemo_spec(
+        tmp_path, "chain", MAIN, command, f"shared_cache_dir: {shared}", f"trainer_log_dir: {logs}"
     )
-    out = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
-    what = f"{ray_sub.name} {' '.join(args)}"
-    print(f"{what}: {out.get('state')} {out.get('exit_code')} in {out.get('seconds')} s")
-    assert proc.returncode == 0, f"{proc.stderr}\n{proc.stdout}\n{slurm_out(out)}"
-    return out
+    run = sup.submit(path)
+    final = sup.wait_state(run, FINAL, timeout=480)
+    status = sup.status(run)
+    assert final["state"] == "COMPLETED", status
+    rules = acted(status)
+    assert rules[0] == "hf-cache-not-shared" and rules[-1] == "run-completed", rules
+    assert "training-deadline" in rules, rules
+
+    first, second, *rest = records(tmp_path, "chain")
+    assert first["ray"] == {"nodes": 1, "worker_units": 4.0}  # the driver joined ray.sub's Ray cluster
+    assert first["hf_home"] is None and first["deadline"] == "00:00:11:15"
+    assert second["hf_home"] == f"{shared}/huggingface"
+    assert f"{shared}:{shared}" in second["pyxis"]["MOUNTS"].split(",")  # the fix's mount reached pyxis
+    assert rest and rest[0]["resumed_from"] >= 10  # the deadline save (or step_10 under heavy load)
+    assert status["attempt_list"][1]["overrides"]["mounts"] == [f"{shared}:{shared}"]
+    assert (tmp_path / "chain" / "results" / "step_20").is_dir()
+
+    shown = wait_for(lambda: (sup.status(run)["progress"] or {}).get("metrics"), what="metrics")
+    assert shown["step"] == 20 and shown["train:reward"] == 1.0, shown  # from TensorBoard's train/reward
+    assert (tmp_path / "chain" / "logs" / f"exp_{len(records(tmp_path, 'chain')) - 1:03d}").is_dir()
+    frame = sup.cli("watch", "--once", run).stdout
+    assert run in frame and "step 20/20" in frame and "reward 1 @20" in frame, frame
+    png = tmp_path / "chain.png"
+    sup.cli("plot", run, "-o", str(png))
+    assert png.read_bytes()[:4] == b"\x89PNG"
 
 
-def slurm_out(out: dict[str, str], tail: int = 3000) -> str:
-    """The job's --output file (ray.sub's set -x trace), its last `tail` characters (0: all)."""
-    path = Path(out.get("dir", "/nonexistent")) / f"{out.get('job')}.out"
-    return path.read_text()[-tail:] if path.exists() else ""
-
-
-def test_the_driver_runs_on_the_ray_cluster_and_the_job_completes(
-    nrl_env: dict[str, str], ray_sub: Path, tmp_path: Path
+def test_a_hand_submitted_ray_sub_job_is_adopted_and_resumed_from_its_best_step(
+    sup: DaemonProcess, slurm_cluster: SlurmCluster, tmp_path: Path
 ) -> None:
-    out = run(nrl_env, ray_sub, tmp_path)
-    assert (out["state"], out["exit_code"]) == ("COMPLETED", "0:0"), slurm_out(out)
-    logs = Path(out["log_dir"])
-    assert (logs / "STARTED_RAY_HEAD").exists() and (logs / "ray-head.log").exists()
-    assert not (logs / "ENDED").exists()  # written only when bring-up fails
-    driver = (logs / "ray-driver.log").read_text()
-    assert "driver ok, exiting 0" in driver and "Step 3/3" in driver
-    assert "worker_units=4 nodes=1" in driver  # GPUS_PER_NODE x nodes, from ray.sub's --resources
-    assert f"ray_cli={VENV_BIN}/ray" in driver  # the venv's ray, through the PATH sbatch exported
-    assert "('NAME', 'ray-head')" in driver  # the stand-in saw ray.sub's --container-name
+    """v0.6.0's ray.sub, TensorBoard off: `COMMAND=... sbatch ray.sub` by hand, `shepherd adopt`, the driver
+    fails, `shepherd resume RUN best` stages step_10 (hard links) and the run completes; metrics come from
+    the driver log; the user's checkpoint dir is untouched although the resumed job's retention deletes."""
+    hand = tmp_path / "hand"
+    hand.mkdir()
+    command = driver(
+        tmp_path, "adopted", "--fail-at", "31", "--failure", "odd", "--peak", "10", "--steps", "40",
+        "checkpointing.keep_top_k=1", "logger.tensorboard_enabled=false",
+    )  # fmt: skip
+    env = {
+        **slurm_cluster.env,
+        "COMMAND": command,
+        "CONTAINER": "nvcr.io/nvidia/nemo-rl:v0.6.0",
+        "MOUNTS": f"{tmp_path}:{tmp_path}",
+        "GPUS_PER_NODE": "4",
+        **({} if "CPUTot" in V060.read_text() else {"CPUS_PER_WORKER": "8"}),
+        "RAY_AUTH_MODE": "disabled",
+        "PATH": f"{VENV_BIN}:{os.environ['PATH']}",
+    }
+    sbatch = ["sbatch", "--parsable", "--nodes=1", "--account=shepherd", "--partition=gpu", f"--time={TIME}"]
+    job = (
+        subprocess.run([*sbatch, str(V060)], env=env, cwd=hand, capture_output=True, text=True, check=True)
+        .stdout.strip()
+        .split(";")[0]
+    )
+    path = nemo_spec(tmp_path, "adopted", V060, command)
+    run = sup.cli("adopt", job, "--spec", str(path)).stdout.strip().split()[-1]
+    failed = sup.wait_state(run, FINAL, timeout=300)
+    assert failed["state"] == "FAILED", sup.status(run)
+    ck = tmp_path / "adopted" / "results"
+    before = {p.name: (p / "training_info.json").read_text() for p in ck.glob("step_*")}
+    assert sorted(before) == ["step_10", "step_30"]  # keep_top_k=1 (the peak) + the latest
+    assert (hand / f"slurm-{job}.out").exists() and (hand / f"{job}-logs" / "ray-driver.log").exists()
+
+    assert "step_10" in sup.cli("resume", run, "best").stdout
+    final = sup.wait_state(run, FINAL, timeout=300)
+    status = sup.status(run)
+    assert final["state"] == "COMPLETED", status
+    attempts = status["attempt_list"]
+    assert attempts[0]["job_id"] == job and len(attempts) == 2
+    staged = tmp_path / "adopted" / "results.staged" / run / "attempt-2"
+    _, second = records(tmp_path, "adopted")
+    assert second["resumed_from"] == 10 and second["checkpoint_dir"] == str(staged)
+    assert sorted(p.name for p in staged.glob("step_*")) == ["step_10", "step_40"]  # retention ran there
+    assert {p.name: (p / "training_info.json").read_text() for p in ck.glob("step_*")} == before
+
+    shown = wait_for(lambda: (sup.status(run)["progress"] or {}).get("metrics"), what="metrics")
+    assert shown["step"] == 40 and shown["train:reward"] == 1.0, shown  # `• Avg Reward` in ray-driver.log
+    assert shown["val:accuracy"] == pytest.approx(0.7), shown  # `• Accuracy` of step 40's validation
 
 
-def test_the_drivers_exit_code_is_the_jobs(nrl_env: dict[str, str], ray_sub: Path, tmp_path: Path) -> None:
-    out = run(nrl_env, ray_sub, tmp_path, "--exit-code", "3")
-    assert (out["state"], out["exit_code"]) == ("FAILED", "3:0"), slurm_out(out)
-    logs = Path(out["log_dir"])
-    assert (logs / "STARTED_RAY_HEAD").exists()
-    assert not (logs / "ENDED").exists()  # a driver's exit is not a bring-up failure
-    assert "driver ok, exiting 3" in (logs / "ray-driver.log").read_text()
-
-
-def test_empty_mounts_fail_bring_up_as_with_pyxis(
-    nrl_env: dict[str, str], ray_sub: Path, tmp_path: Path
-) -> None:
-    """pyxis rejects `--container-mounts=`; the head srun dies at once, ray.sub writes ENDED and exits 1."""
-    out = run({**nrl_env, "MOUNTS": ""}, ray_sub, tmp_path)
-    assert (out["state"], out["exit_code"]) == ("FAILED", "1:0"), slurm_out(out)
-    logs = Path(out["log_dir"])
-    assert (logs / "ENDED").exists() and not (logs / "ray-driver.log").exists()
-    assert "pyxis stand-in: --container-mounts: argument required" in slurm_out(out, tail=0)
+def test_ray_bring_up_failure_is_read_from_ended(sup: DaemonProcess, tmp_path: Path) -> None:
+    """CPUS_PER_WORKER above the node's CPUs: the head srun is refused, ray.sub writes ENDED and exits 1;
+    ray-startup-failed names it (and the run gives up: one attempt allowed)."""
+    command = driver(tmp_path, "no-ray")
+    path = nemo_spec(tmp_path, "no-ray", V060, command, env={"CPUS_PER_WORKER": "64"})
+    path.write_text(
+        path.read_text().replace("resume: {backoff_s: 0,", "resume: {backoff_s: 0, max_attempts: 1,")
+    )
+    run = sup.submit(path)
+    final = sup.wait_state(run, FINAL, timeout=180)
+    status = sup.status(run)
+    assert final["state"] == "GAVE_UP", status
+    [d] = [d for d in status["decisions"] if d["rule"] == "ray-startup-failed"]
+    assert "ENDED" in d["reason"], d
+    assert not (tmp_path / "no-ray" / "record.jsonl").exists()  # the driver never ran

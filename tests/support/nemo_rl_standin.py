@@ -17,12 +17,13 @@ the latest and `shutil.rmtree`s the rest inside the save (v0.6.0: a symlinked st
 `Timeout has been reached, stopping training early` after the deadline save and
 `Max number of steps has been reached, stopping training early` at the end, both with exit 0.
 
-What is not NeMo RL (each said where a test relies on it): no model, no Ray (run as COMMAND by NeMo RL's
-ray.sub it needs none), metrics from formulas (reward rises, val:accuracy peaks at --peak), and
+What is not NeMo RL (each said where a test relies on it): no model, no Ray work (with --ray it only joins
+the cluster), metrics from formulas (reward rises, val:accuracy peaks at --peak), and
 --deadline-scale, which counts the deadline faster so a test does not wait minutes for a real one.
 Options: --fail-at STEP with --failure hf-cache|odd|nccl (first attempt only), --hf-cache-check DIR (NeMo
 RL's HF->mcore error at policy init, every attempt, until HF_HOME or NRL_MEGATRON_CHECKPOINT_DIR is in DIR),
---nan-at STEP (train/reward is NaN there), --step-seconds S, --record FILE (one JSON line per attempt).
+--nan-at STEP (train/reward is NaN there), --step-seconds S, --record FILE (one JSON line per attempt),
+--ray (join the Ray cluster ray.sub started, as NeMo RL's init_ray does, and record what it offers).
 """
 
 from __future__ import annotations
@@ -240,6 +241,18 @@ def policy_init(shared: str | None) -> int | None:
     return 1
 
 
+def join_ray() -> dict[str, float]:
+    """NeMo RL's init_ray: join the cluster ray.sub started; what it offers (`worker_units` per GPU)."""
+    import ray  # only under ray.sub: the plain-Slurm tests run without a Ray cluster
+
+    ray.init(address="auto", log_to_driver=False)
+    try:
+        nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+        return {"nodes": nodes, "worker_units": ray.cluster_resources().get("worker_units", 0.0)}
+    finally:
+        ray.shutdown()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=40, help="grpo.max_num_steps unless given as a key")
@@ -252,6 +265,7 @@ def main() -> int:
     ap.add_argument("--nan-at", type=int, default=0, help="train/reward is NaN at this step")
     ap.add_argument("--step-seconds", type=float, default=0.0)
     ap.add_argument("--deadline-scale", type=float, default=1.0)
+    ap.add_argument("--ray", action="store_true", help="join the Ray cluster first (under ray.sub)")
     args, overrides = ap.parse_known_args()
     cfg = dict(o.split("=", 1) for o in overrides if "=" in o)  # the last value of a key wins
     cfg.setdefault("grpo.max_num_steps", str(args.steps))
@@ -261,9 +275,9 @@ def main() -> int:
     ckpt = Checkpointer(cfg)
     deadline = cfg.get("checkpointing.checkpoint_must_save_by")
     budget = seconds(deadline) * args.deadline_scale if deadline not in (None, "null") else math.inf
-    started = time.monotonic()
     attempt = int(os.environ.get("SHEPHERD_ATTEMPT", "1"))
     start = newest_step(ckpt.dir)
+    cluster = join_ray() if args.ray else None
     if args.record:
         with open(args.record, "a") as fh:
             rec = {
@@ -274,6 +288,10 @@ def main() -> int:
             }
             rec["hf_home"] = os.environ.get("HF_HOME")
             rec["env_checkpoint_dir"] = os.environ.get("SHEPHERD_CHECKPOINT_DIR")
+            rec["job"] = os.environ.get("SLURM_JOB_ID")
+            rec["ray"] = cluster
+            # What the pyxis stand-in recorded of the container request (under NeMo RL's ray.sub).
+            rec["pyxis"] = {k[15:]: v for k, v in os.environ.items() if k.startswith("SHEPHERD_PYXIS_")}
             fh.write(json.dumps(rec) + "\n")
     failed = policy_init(args.hf_cache_check)
     if failed is not None:
@@ -282,6 +300,7 @@ def main() -> int:
         f"Loading checkpoint from {ckpt.dir / f'step_{start}'}" if start else "Starting from scratch",
         flush=True,
     )
+    started = time.monotonic()  # NeMo RL's TimeoutChecker starts with the training loop
     log_dir = cfg.get("logger.log_dir")
     tb = cfg.get("logger.tensorboard_enabled", "true" if log_dir else "false").lower() == "true"
     logger = Logger(Path(log_dir) if log_dir else None, tb)

@@ -1,12 +1,8 @@
-"""NeMo RL as a first-class citizen, on real Slurm: automatic resume, and `shepherd resume RUN best` staging.
-
-The stand-in driver behaves like NeMo RL (always resumes from the highest step_N in its checkpoint dir), so a
-resume from `best` only works if shepherd stages a checkpoint dir and points the job at it.
-"""
+"""NeMo RL's TensorBoard scalars feeding metric rules across a resume, on real Slurm through our plain
+launcher (quick; the same driver under NeMo RL's own ray.sub: tests/integration/test_nemo_rl_raysub.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -44,58 +40,6 @@ def spec(tmp: Path, name: str, *extra: str, rules: str = "", **top: object) -> t
         **top,
     )
     return path, ck
-
-
-def records(tmp: Path, name: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (tmp / name / "record.jsonl").read_text().splitlines()]
-
-
-def steps(ck: Path) -> list[str]:
-    return sorted(p.name for p in ck.glob("step_*"))
-
-
-def snapshot(ck: Path) -> dict[str, str]:
-    return {p.name: (p / "training_info.json").read_text() for p in sorted(ck.glob("step_*"))}
-
-
-def test_hf_cache_failure_resumes_nemo_rl_from_its_newest_step(sup: DaemonProcess, tmp_path: Path) -> None:
-    path, ck = spec(tmp_path, "nrl-hf", "--fail-at", "25", "--steps", "40")
-    run = sup.submit(path)
-    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
-    assert final["state"] == "COMPLETED", sup.status(run)
-    [d] = [x for x in sup.status(run)["decisions"] if x["action"] != "none" and x["rule"] != "run-completed"]
-    assert d["rule"] == "hf-cache-not-shared" and "resuming from step_20" in d["outcome"]
-    first, second = records(tmp_path, "nrl-hf")
-    assert first["resumed_from"] == 0 and first["hf_home"] is None
-    assert second["resumed_from"] == 20 and second["checkpoint_dir"] == str(ck)
-    assert second["hf_home"] == f"{tmp_path / 'shared-cache'}/huggingface"
-    assert steps(ck) == ["step_10", "step_20", "step_30", "step_40"]
-    assert not (tmp_path / "nrl-hf" / "results.staged").exists()  # latest: nothing staged
-
-
-def test_cli_resume_from_best_stages_it_and_leaves_newer_steps_alone(
-    sup: DaemonProcess, tmp_path: Path
-) -> None:
-    path, ck = spec(tmp_path, "nrl-best", "--fail-at", "31", "--failure", "odd", "--peak", "10")
-    run = sup.submit(path)
-    assert sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)["state"] == "FAILED"
-    before = snapshot(ck)
-    assert sorted(before) == ["step_10", "step_20", "step_30"]
-    out = sup.cli("resume", run, "best").stdout
-    assert "step_10" in out
-    final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
-    assert final["state"] == "COMPLETED", sup.status(run)
-    _, second = records(tmp_path, "nrl-best")
-    staged = tmp_path / "nrl-best" / "results.staged" / run / "attempt-2"
-    assert second["resumed_from"] == 10  # best, although step_30 is newer
-    assert second["checkpoint_dir"] == second["env_checkpoint_dir"] == str(staged)
-    info = staged / "step_10" / "training_info.json"
-    assert not (staged / "step_10").is_symlink()  # a hard-linked copy: NeMo RL's retention may rmtree it
-    assert info.stat().st_ino == (ck / "step_10" / "training_info.json").stat().st_ino
-    assert steps(staged) == ["step_10", "step_20", "step_30", "step_40"]
-    assert snapshot(ck) == before  # the original dir: nothing deleted, nothing rewritten
-    attempt2 = sup.status(run)["attempt_list"][1]["overrides"]
-    assert attempt2["checkpoint_dir"] == str(staged)
 
 
 REWARD_NAN = """\

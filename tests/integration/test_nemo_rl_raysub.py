@@ -66,7 +66,13 @@ def driver(tmp: Path, name: str, *args: str) -> str:
 
 
 def nemo_spec(
-    tmp: Path, name: str, script: Path, command: str, *lines: str, env: dict[str, str] | None = None
+    tmp: Path,
+    name: str,
+    script: Path,
+    command: str,
+    *lines: str,
+    env: dict[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> Path:
     """A spec with launcher nemo-rl, written the way docs/nemo-rl.md shows it."""
     env = {
@@ -83,7 +89,8 @@ def nemo_spec(
             f"command: {json.dumps(command)}",
             f"workdir: {tmp}",
             f"launcher: {{kind: nemo-rl, script: {script}}}",
-            f"slurm: {{account: shepherd, partition: gpu, nodes: 1, gpus_per_node: 4, time: '{TIME}'}}",
+            f"slurm: {{account: shepherd, partition: gpu, nodes: 1, gpus_per_node: 4, time: '{TIME}',"
+            f" extra_args: {json.dumps(list(extra_args))}}}",
             f"container: {{image: nvcr.io/nvidia/nemo-rl:v0.6.0, mounts: ['{tmp}:{tmp}']}}",
             f"env: {json.dumps(env)}",
             f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
@@ -158,7 +165,7 @@ def test_a_hand_submitted_ray_sub_job_is_adopted_and_resumed_from_its_best_step(
     hand.mkdir()
     command = driver(
         tmp_path, "adopted", "--fail-at", "31", "--failure", "odd", "--peak", "10", "--steps", "40",
-        "checkpointing.keep_top_k=1", "logger.tensorboard_enabled=false",
+        "--resumed-gain", "0.2", "checkpointing.keep_top_k=1", "logger.tensorboard_enabled=false",
     )  # fmt: skip
     env = {
         **slurm_cluster.env,
@@ -194,12 +201,13 @@ def test_a_hand_submitted_ray_sub_job_is_adopted_and_resumed_from_its_best_step(
     staged = tmp_path / "adopted" / "results.staged" / run / "attempt-2"
     _, second = records(tmp_path, "adopted")
     assert second["resumed_from"] == 10 and second["checkpoint_dir"] == str(staged)
-    assert sorted(p.name for p in staged.glob("step_*")) == ["step_10", "step_40"]  # retention ran there
+    # The resumed attempt validated better: NeMo RL's retention rmtree'd the staged step_10 itself.
+    assert sorted(p.name for p in staged.glob("step_*")) == ["step_20", "step_40"]
     assert {p.name: (p / "training_info.json").read_text() for p in ck.glob("step_*")} == before
 
     shown = wait_for(lambda: (sup.status(run)["progress"] or {}).get("metrics"), what="metrics")
     assert shown["step"] == 40 and shown["train:reward"] == 1.0, shown  # `• Avg Reward` in ray-driver.log
-    assert shown["val:accuracy"] == pytest.approx(0.7), shown  # `• Accuracy` of step 40's validation
+    assert shown["val:accuracy"] == pytest.approx(0.9), shown  # `• Accuracy` of step 40's validation
 
 
 def test_ray_bring_up_failure_is_read_from_ended(sup: DaemonProcess, tmp_path: Path) -> None:
@@ -217,3 +225,29 @@ def test_ray_bring_up_failure_is_read_from_ended(sup: DaemonProcess, tmp_path: P
     [d] = [d for d in status["decisions"] if d["rule"] == "ray-startup-failed"]
     assert "ENDED" in d["reason"], d
     assert not (tmp_path / "no-ray" / "record.jsonl").exists()  # the driver never ran
+
+
+def test_a_requeued_job_is_followed_into_its_restart_folder(
+    sup: DaemonProcess, slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """main's ray.sub logs a requeued job to `<jobid>-<restart>-logs/`: the same attempt goes on, and its
+    progress comes from the new folder's ray-driver.log (the first run is requeued before step 8)."""
+    logs = tmp_path / "requeued" / "slurm-logs"
+    command = driver(tmp_path, "requeued", "--steps", "8", "--step-seconds", "1")
+    path = nemo_spec(tmp_path, "requeued", MAIN, command, f"log_dir: {logs}", extra_args=("--requeue",))
+    run = sup.submit(path)
+
+    def step() -> int:
+        return int((((sup.status(run) or {}).get("progress") or {}).get("step") or {}).get("n", 0))
+
+    wait_for(lambda: step() >= 2, timeout=240, what="the first run's steps")
+    job = sup.status(run)["attempt_list"][0]["job_id"]
+    slurm_cluster.run("scontrol", "requeue", job)
+    final = sup.wait_state(run, FINAL, timeout=300)
+    status = sup.status(run)
+    assert final["state"] == "COMPLETED", status
+    assert [a["job_id"] for a in status["attempt_list"]] == [job]  # a requeue is not a new attempt
+    # Two launches of the driver, both attempt 1 (main clears SLURM_* before the driver: no job id there).
+    assert [r["attempt"] for r in records(tmp_path, "requeued")] == [1, 1]
+    assert sorted(p.name for p in logs.glob(f"{job}-*logs")) == [f"{job}-1-logs", f"{job}-logs"]
+    assert status["progress"]["step"]["n"] == 8  # only the restarted run got there

@@ -22,7 +22,8 @@ the cluster), metrics from formulas (reward rises, val:accuracy peaks at --peak)
 --deadline-scale, which counts the deadline faster so a test does not wait minutes for a real one.
 Options: --fail-at STEP with --failure hf-cache|odd|nccl (first attempt only), --hf-cache-check DIR (NeMo
 RL's HF->mcore error at policy init, every attempt, until HF_HOME or NRL_MEGATRON_CHECKPOINT_DIR is in DIR),
---nan-at STEP (train/reward is NaN there), --step-seconds S, --record FILE (one JSON line per attempt),
+--nan-at STEP (train/reward is NaN there), --resumed-gain X (a resumed attempt validates X better, so
+retention drops the step it resumed from), --step-seconds S, --record FILE (one JSON line per attempt),
 --ray (join the Ray cluster ray.sub started, as NeMo RL's init_ray does, and record what it offers).
 """
 
@@ -265,6 +266,7 @@ def main() -> int:
     ap.add_argument("--nan-at", type=int, default=0, help="train/reward is NaN at this step")
     ap.add_argument("--step-seconds", type=float, default=0.0)
     ap.add_argument("--deadline-scale", type=float, default=1.0)
+    ap.add_argument("--resumed-gain", type=float, default=0.0, help="val:accuracy added after attempt 1")
     ap.add_argument("--ray", action="store_true", help="join the Ray cluster first (under ray.sub)")
     args, overrides = ap.parse_known_args()
     cfg = dict(o.split("=", 1) for o in overrides if "=" in o)  # the last value of a key wins
@@ -316,7 +318,8 @@ def main() -> int:
         loss = 1.0 / step
         validated = step % val_period == 0 or step == max_steps
         if validated:
-            accuracy = round(1.0 - abs(step - args.peak) / 100, 4)
+            gain = args.resumed_gain if attempt > 1 else 0.0
+            accuracy = round(1.0 - abs(step - args.peak) / 100 + gain, 4)
             print(f"▶ Starting validation at step {step}...", flush=True)
             print("\n📊 Validation Results:", flush=True)
             print(f"    • Accuracy: {accuracy:.4f}", flush=True)

@@ -118,10 +118,10 @@ def test_a_log_file_deleted_under_the_tailer_breaks_nothing(sup: DaemonProcess, 
 def test_a_checkpoint_dir_removed_before_the_resume_falls_back_with_a_clear_reason(
     sup: DaemonProcess, tmp_path: Path
 ) -> None:
-    run = sup.submit(fake_spec(tmp_path, "no-ckpt", "cuda-oom", "--sleep", "4"))
-    sup.wait_state(run, "RUNNING", timeout=60)
+    # The job fails 10 s after its checkpoint: time to remove it under load (no status round trips first).
+    run = sup.submit(fake_spec(tmp_path, "no-ckpt", "cuda-oom", "--sleep", "10"))
     ck = tmp_path / "no-ckpt" / "ckpt"
-    wait_for(lambda: (ck / "step_10").exists(), 30, what="the first checkpoint")
+    wait_for(lambda: (ck / "step_10").exists(), 90, 0.05, what="the first checkpoint")
     for p in sorted(ck.rglob("*"), reverse=True):
         p.unlink() if p.is_file() else p.rmdir()
     ck.rmdir()

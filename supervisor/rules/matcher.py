@@ -430,7 +430,9 @@ def _scan(
     for h in hits:
         if h < pos:
             continue
-        start = data.rfind(b"\n", pos, h) + 1 if h > pos else pos
+        # `pos` starts a line: a hit on that very line has no newline between them (rfind gives -1).
+        nl = data.rfind(b"\n", pos, h)
+        start = nl + 1 if nl >= 0 else pos
         line_no += data.count(b"\n", pos, start)
         end = find(b"\n", h)
         if end < 0:

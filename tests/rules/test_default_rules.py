@@ -116,6 +116,9 @@ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.""",
     "slurm-time-limit": [
         "slurmstepd: error: *** JOB 4242 ON node1 CANCELLED AT 2026-11-21T10:00:00 DUE TO TIME LIMIT ***",
         "slurmstepd: error: *** STEP 4242.0 ON node3 CANCELLED AT 2026-11-21T10:00:00 DUE TO TIME LIMIT ***",
+        # Slurm < 17.11 put the node last; 23.x names the daemon slurmstepd-<host>
+        "slurmstepd: *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***",
+        "slurmstepd-phoenix-07: error: *** JOB 1449736 ON phoenix-07 CANCELLED AT 2023-12-03T12:47:09 DUE TO TIME LIMIT ***",
     ],
     "slurm-preempted": [
         "slurmstepd: error: *** JOB 4242 ON node2 CANCELLED AT 2026-11-21T10:00:00 DUE TO PREEMPTION ***",
@@ -123,6 +126,8 @@ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.""",
     "node-failure": [
         "srun: error: Node failure on node5",
         "slurmstepd: error: *** JOB 4242 ON node5 CANCELLED AT 2026-11-21T10:00:00 DUE TO NODE FAILURE ***",
+        "slurmstepd: error: *** STEP 4242.0 ON node5 CANCELLED AT 2026-11-21T10:00:00 DUE TO NODE FAILURE, SEE "
+        "SLURMCTLD LOG FOR DETAILS ***",
         "(raylet) The node with node id: 3fa2 and address: 10.0.0.9 and node name: 10.0.0.9 has been marked dead "
         "because the detector has missed too many heartbeats from it.",
     ],

@@ -7,8 +7,8 @@ import re
 
 from supervisor.domain.jobstate import JobState
 
-# Slurm >= 17.11 names the node before the time (`*** JOB 1 ON n1 CANCELLED AT t DUE TO TIME LIMIT ***`); older
-# releases after it (`*** JOB 1 CANCELLED AT t DUE TO TIME LIMIT on n1 ***`, `*** JOB 1 CANCELLED AT t *** on n1`).
+# Slurm >= 17.11 names the node before the time (`*** JOB 1 ON n1 CANCELLED AT t DUE TO TIME LIMIT ***`);
+# older releases after it (`*** JOB 1 CANCELLED AT t DUE TO TIME LIMIT on n1 ***`, `... AT t *** on n1`).
 # A node failure adds advice after the reason: `DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***`.
 STEPD_CANCEL_RE = re.compile(
     r"\*\*\* (?:JOB|STEP) (\S+) (?:ON (\S+) )?CANCELLED AT (\S+)(?: DUE TO ([A-Z][A-Z ]*?)(?:,[^*]*?)?)?"

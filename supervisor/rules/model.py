@@ -230,6 +230,10 @@ class ResumeAction(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     sbatch_args: list[str] = Field(default_factory=list)
     exclude_node: bool = False
+    before_divergence: bool = Field(
+        default=False,
+        description="skip checkpoints saved at or after the step the match saw (a metric that went bad)",
+    )
 
     @field_validator("env")
     @classmethod
@@ -341,6 +345,12 @@ class Rule(_Strict):
     retryable: bool = True
     deterministic: bool = False
     max_retries: int | None = Field(default=None, ge=0, le=1000)
+    same_signature_limit: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="give up when this rule's failure recurs this many times in a row, progress or not",
+    )
     inhibits: list[str] = Field(default_factory=list, description="rule names (or globs) this one suppresses")
     signature_group: str | int | None = Field(
         default=None,

@@ -123,6 +123,24 @@ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.""",
     "slurm-preempted": [
         "slurmstepd: error: *** JOB 4242 ON node2 CANCELLED AT 2026-11-21T10:00:00 DUE TO PREEMPTION ***",
     ],
+    "cuda-device-assert": [
+        "../aten/src/ATen/native/cuda/Indexing.cu:1308: indexSelectLargeIndex: block: [56,0,0], thread: [0,0,0] "
+        "Assertion `srcIndex < srcSelectDimSize` failed.",
+        "[rank1]: RuntimeError: CUDA error: device-side assert triggered",
+    ],
+    "nan-loss": [
+        "{'loss': nan, 'grad_norm': nan, 'learning_rate': 1e-06, 'epoch': 0.3}",
+        "(DTensorPolicyWorker pid=77) AssertionError: Rank 3: found NaN in local grad norm in backwards pass.",
+        "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+    ],
+    "segfault": [
+        "(RayWorkerWrapper pid=376235, ip=10.10.10.61) Fatal Python error: Segmentation fault",
+        "srun: error: node3: task 5: Segmentation fault (core dumped)",
+    ],
+    "bus-error": [
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+        "srun: error: node3: task 289: Bus error",
+    ],
     "node-failure": [
         "srun: error: Node failure on node5",
         "slurmstepd: error: *** JOB 4242 ON node5 CANCELLED AT 2026-11-21T10:00:00 DUE TO NODE FAILURE ***",
@@ -173,6 +191,19 @@ NEGATIVE = {
     ],
     "vllm-engine-dead": [
         "INFO 11-21 10:00:00 [core.py:71] Initializing a V1 LLM engine (v0.10.0) with config: model='Qwen'",
+    ],
+    "cuda-device-assert": [
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    ],
+    "nan-loss": [
+        # fp16 loss scalers report a skipped step's grad norm as nan while the loss is fine
+        "Epoch [1][100/62598]\tlr: 1.000e-03, loss: 1.9091, grad_norm: nan",
+        " iteration 10/ 100 | lm loss: 2.504220E+00 | loss scale: 1.0 | number of nan iterations:   0 |",
+        "INFO step 12: loss 0.4132, reward 0.61, inference took 812 nanoseconds per token",
+        "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 4294967296, reducing to 2147483648",
+    ],
+    "segfault": [
+        "The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.",
     ],
 }
 
@@ -295,3 +326,32 @@ def test_alert_and_env_templates_render_from_a_match(rs: RuleSet) -> None:
     assert render_template(resume.env["HF_HOME"], ctx) == "/shared/cache/huggingface"
     text = render_template(alert.message, ctx)
     assert text.startswith("r1: the HF->mcore conversion") and "Pretrained run config not found" in text
+
+
+def _re2_refused(pattern: str) -> set[str]:
+    """The constructs of `pattern` that RE2 refuses (lookaround, backreferences), by walking Python's parse."""
+    import importlib
+
+    parser = importlib.import_module("re._parser")
+    consts = importlib.import_module("re._constants")
+    refused = {consts.ASSERT, consts.ASSERT_NOT, consts.GROUPREF, consts.GROUPREF_EXISTS}
+    found: set[str] = set()
+    todo = [parser.parse(pattern)]
+    while todo:
+        for op, av in todo.pop():
+            if op in refused:
+                found.add(str(op))
+            for sub in av if isinstance(av, tuple | list) else ():
+                subs = sub if isinstance(sub, list) else [sub]
+                todo += [x for x in subs if isinstance(x, parser.SubPattern)]
+    return found
+
+
+def test_default_patterns_have_no_lookaround_or_backreference(rs: RuleSet) -> None:
+    """The rules engine is moving to a linear-time (RE2) engine that refuses both: keep the default set portable."""
+    assert _re2_refused(r"a(?=b)|(x)\1|(?<!y)z") == {"ASSERT", "GROUPREF", "ASSERT_NOT"}
+    patterns = [lg.regex.pattern for cr in rs.rules for lg in cr.logs]
+    patterns += [lg.exclude.pattern for cr in rs.rules for lg in cr.logs if lg.exclude is not None]
+    assert len(patterns) > 10
+    for pattern in patterns:
+        assert not _re2_refused(pattern), pattern

@@ -383,7 +383,7 @@ def test_scan_lines_puts_stripped_prefixes_back_for_interleaved_ranks(rs: RuleSe
 
 def test_a_hit_on_the_line_after_a_closed_traceback_is_that_line_alone(rs: RuleSet) -> None:
     text = (
-        "INFO a\nTraceback (most recent call last):\n  File \"x.py\", line 1, in f\nValueError: boom\n"
+        'INFO a\nTraceback (most recent call last):\n  File "x.py", line 1, in f\nValueError: boom\n'
         "INFO this line closes the traceback\nnode1: x ncclSystemError\n"
     )
     st = MatcherState(run_id="r1", attempt=1)

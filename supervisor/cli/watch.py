@@ -28,6 +28,7 @@ from supervisor.cli.common import AddCommand, settings_of
 from supervisor.domain.runs import DecisionRow, RunRow
 from supervisor.ports import ControlError
 from supervisor.store import Store
+from supervisor.watch.metric_names import canonical
 
 REFRESH_S = 2.0
 REWARD_TAG = "train/reward_mean"
@@ -100,9 +101,13 @@ def rollouts(progress: Mapping[str, Any]) -> Counter | None:
 
 
 def metric(progress: Mapping[str, Any], tag: str) -> tuple[float, int | None] | None:
-    """(value, step) of a tag in the latest metrics row."""
+    """(value, step) of a tag in the latest metrics row, stored under the trainer's name or Shepherd's."""
     m = progress.get("metrics")
-    if not isinstance(m, Mapping) or not isinstance(m.get(tag), int | float):
+    if not isinstance(m, Mapping):
+        return None
+    if tag not in m:
+        tag = canonical("metrics.jsonl", tag)
+    if not isinstance(m.get(tag), int | float):
         return None
     step = m.get("step")
     return float(m[tag]), int(step) if isinstance(step, int | float) else None
@@ -127,7 +132,7 @@ def progress_lines(progress: Mapping[str, Any]) -> list[str]:
         lines.append(f"{ro.label} {ro.text()}")
     m = progress.get("metrics")
     if isinstance(m, Mapping):
-        shown = [t for t in (REWARD_TAG, VAL_TAG) if t in m] or [t for t in m if t != "step"][:4]
+        shown = [t for t in (REWARD_TAG, VAL_TAG) if metric(progress, t)] or [t for t in m if t != "step"][:4]
         if shown:
             lines.append("; ".join(f"{t} {_metric_text(progress, t)}" for t in shown))
     at = progress.get("at")

@@ -18,6 +18,7 @@ from pathlib import Path
 import structlog
 
 from supervisor.domain.observations import MetricEvent
+from supervisor.watch.metric_names import canonical
 from supervisor.watch.tailer import FileCursor
 
 log = structlog.get_logger(__name__)
@@ -114,8 +115,16 @@ class MetricsReader:
 
 
 def to_metric_events(run_id: str, attempt: int, rows: list[MetricRow], now: float) -> list[MetricEvent]:
+    """Events under Shepherd's metric names (`train/reward_mean` -> `train:reward`), which the rules use."""
     return [
-        MetricEvent(run_id, attempt, tag, row.step, value, row.time if row.time is not None else now)
+        MetricEvent(
+            run_id,
+            attempt,
+            canonical("metrics.jsonl", tag),
+            row.step,
+            value,
+            row.time if row.time is not None else now,
+        )
         for row in rows
         for tag, value in row.values.items()
     ]

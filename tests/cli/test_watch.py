@@ -139,3 +139,10 @@ def test_status_shows_the_progress_snapshot(root: Path, capsys: pytest.CaptureFi
     assert "step 12/100 (rollout)" in text and "train/reward_mean 0.4125 @12; val/accuracy 0.55 @12" in text
     assert main(["--root", str(root), "status", "--json", "grpo-b"]) == 0
     assert json.loads(capsys.readouterr().out)["progress"] is None
+
+
+def test_a_metric_stored_under_shepherds_name_is_found_by_the_trainers_name() -> None:
+    from supervisor.cli.watch import metric
+
+    assert metric({"metrics": {"train:reward": 0.4, "step": 3}}, "train/reward_mean") == (0.4, 3)
+    assert metric({"metrics": {"train/reward_mean": 0.5, "step": 4}}, "train/reward_mean") == (0.5, 4)

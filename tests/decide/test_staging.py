@@ -110,3 +110,11 @@ def test_the_checkpoint_dir_override_replaces_the_same_key_or_is_appended() -> N
     want = ["python", "run.py", "checkpointing.checkpoint_dir=/s", "x=1"]
     assert with_checkpoint_dir(argv, tmpl, "/s") == want
     assert with_checkpoint_dir(["t"], ["--ckpt-dir", "{checkpoint_dir}"], "/s") == ["t", "--ckpt-dir", "/s"]
+
+
+def test_a_rollback_stages_the_best_checkpoint_before_the_divergence_even_if_later_ones_rank_higher() -> None:
+    found = {ORIG: cps((10, 0.2), (20, 0.5), (30, 0.9), (40, 0.1))}
+    p = place(found, "best", lineage=ORIG, before_step=25)
+    assert (p.checkpoint and p.checkpoint.name, p.stage) == ("step_20", True)
+    assert "best before step 25" in p.reason
+    assert place(found, "best", lineage=ORIG, before_step=10).checkpoint is None

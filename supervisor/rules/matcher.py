@@ -580,10 +580,14 @@ def metric_condition(
     if cur is None or t.threshold is None:
         return False, "", None
     over = f" (mean of {t.window} steps)" if t.window > 1 else ""
-    if t.condition == "<":
-        return cur < t.threshold, f"= {cur:.4g}{over} < {t.threshold:g}", cur
-    if t.condition == ">":
-        return cur > t.threshold, f"= {cur:.4g}{over} > {t.threshold:g}", cur
+    if t.condition in ("<", ">"):
+        # `floor` arms the threshold once the metric's best has been on the healthy side of it: "pinned at
+        # the max" means it was not pinned before (a task whose answers always use the whole budget is not).
+        armed = t.floor is None or (
+            best is not None and (best >= t.floor if t.higher_is_better else best <= t.floor)
+        )
+        beyond = cur < t.threshold if t.condition == "<" else cur > t.threshold
+        return armed and beyond, f"= {cur:.4g}{over} {t.condition} {t.threshold:g}", cur
     if best is None:
         return False, "", cur
     if t.condition == "drop_from_best":

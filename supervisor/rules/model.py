@@ -201,7 +201,8 @@ class MetricTrigger(_Strict):
     """A condition on a scalar over its recent steps (Shepherd's names, watch/metric_names.py).
 
     * ``nan``: the value is NaN or inf.
-    * ``<`` / ``>``: the mean of the last ``window`` values is below / above ``threshold``.
+    * ``<`` / ``>``: the mean of the last ``window`` values is below / above ``threshold`` (with ``floor``:
+      only once that mean's best, by ``higher_is_better``, has reached ``floor``).
     * ``drop_from_best``: that mean fell ``threshold`` (absolute) from its best.
     * ``below_fraction_of_best``: that mean is below ``threshold`` x its best (0 < threshold < 1); the best
       must reach ``floor`` first, so a run that never learned is not called collapsed.
@@ -217,7 +218,7 @@ class MetricTrigger(_Strict):
     threshold: float | None = None
     window: int = Field(default=1, ge=1, le=MAX_METRIC_WINDOW, description="steps averaged (spike: median)")
     for_steps: int = Field(default=1, ge=1, le=100_000, description="consecutive steps it must hold")
-    floor: float | None = Field(default=None, description="spike: minimum value; fraction: minimum best")
+    floor: float | None = Field(default=None, description="spike: minimum value; else the best that arms it")
     higher_is_better: bool = True
     min_step: int = 0
 

@@ -182,8 +182,10 @@ class Match:
 
     @property
     def excerpt(self) -> str:
-        """The line that matched (or the observed state), short enough for an alert."""
+        """The line that matched (the observed state, what the metric did), short enough for an alert."""
         ev = self.evidence
+        if ev.metric:
+            return ev.reason[:300]
         if ev.lines:
             nos = ev.line_numbers or tuple(range(ev.first_line, ev.first_line + len(ev.lines)))
             idx = nos.index(ev.match_line) if ev.match_line in nos and len(ev.lines) == len(nos) else -1

@@ -30,7 +30,8 @@ RULES = """\
 rules:
   - name: reward-nan
     description: the reward is NaN
-    trigger: {kind: metric, tag: "train/reward*", condition: nan}
+    # TensorBoard scalars arrive under the trainer's names, metrics.jsonl under Shepherd's (train:reward)
+    trigger: {kind: metric, tag: "train?reward*", condition: nan}
     actions: [{alert: {level: error}}]
 """
 RUN = "nrl-20260101-000000-abcd"
@@ -231,11 +232,11 @@ def test_metrics_jsonl_wins_and_tensorboard_is_not_double_counted(root: Path, da
     jsonl = root / "logs" / "exp_001" / "metrics.jsonl"
     jsonl.write_text(json.dumps({"step": 1, "train/reward": float("nan"), "train/loss": 1.0}) + "\n")
     matches = daemon.tick()
-    assert [m.rule for m in matches] == ["reward-nan"]
+    assert sorted(m.rule for m in matches) == ["nan-loss", "reward-nan"]  # the default NaN rule too
     assert points(daemon.events()) == []
     with open(jsonl, "a") as fh:
         fh.write(json.dumps({"step": 2, "train/reward": 0.2}) + "\n")
-    assert points(daemon.events()) == [("train/reward", 2)]
+    assert points(daemon.events()) == [("train:reward", 2)]
     [event_file] = list(tb_dir(root).iterdir())
     assert daemon.built.daemon.store.load_cursor(str(event_file)) is None  # never read
 
@@ -297,7 +298,7 @@ def test_a_restarted_daemon_reads_metrics_jsonl_from_where_it_stopped(root: Path
         json.dumps({"step": 1, "train/reward": 0.1}) + "\n" + json.dumps({"step": 2, "train/reward": 0.2})
     )
     first = Daemon(root)
-    assert points(first.events()) == [("train/reward", 1)]  # step 2's line is not finished yet
+    assert points(first.events()) == [("train:reward", 1)]  # step 2's line is not finished yet
     first.close()
 
     with open(jsonl, "a") as fh:

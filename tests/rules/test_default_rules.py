@@ -230,6 +230,16 @@ INFO retrying with the next sample"""
 def test_every_default_rule_is_exercised(rs: RuleSet) -> None:
     covered = set(POSITIVE) | {"rollouts-stalled", "qos-pending", "run-completed", "ray-startup-failed"}
     covered |= {"ended-not-written"}  # its own line comes from the monitor: tests/rules/test_ended_rule.py
+    # the RL training-health rules run on metric streams: tests/rules/test_health_rules.py
+    covered |= {
+        "reward-collapse",
+        "policy-mismatch",
+        "grad-norm-spike",
+        "response-length-collapse",
+        "response-length-pinned",
+        "no-learning-signal",
+        "validation-regression",
+    }
     assert {r.name for r in rs.rules} == covered
 
 
@@ -325,7 +335,10 @@ def test_alert_and_env_templates_render_from_a_match(rs: RuleSet) -> None:
     assert resume is not None and alert is not None
     assert render_template(resume.env["HF_HOME"], ctx) == "/shared/cache/huggingface"
     text = render_template(alert.message, ctx)
-    assert text.startswith("r1: the HF->mcore conversion") and "Pretrained run config not found" in text
+    assert (
+        text.startswith("r1: the one-time HF->mcore conversion") and "Pretrained run config not found" in text
+    )
+    assert "resuming" not in text  # the cause only: the daemon appends what it did (decide/plan.py announce)
 
 
 def _re2_refused(pattern: str) -> set[str]:

@@ -126,3 +126,9 @@ def test_metric_state_survives_a_restart() -> None:
     again = MatcherState.from_dict(st.to_dict())
     (m,) = feed(rs, again, MetricEvent("r1", 1, "train:reward", 6, 0.1))
     assert m.rule == "collapse" and m.evidence.step == 4
+
+
+def test_a_floor_arms_a_threshold_only_once_the_best_was_on_the_healthy_side() -> None:
+    pinned = trig(condition=">", threshold=0.9, higher_is_better=False, floor=0.5)
+    assert not metric_condition(pinned, [1.0], 1.0)[0]  # cut off from the start: by design, not a collapse
+    assert metric_condition(pinned, [1.0], 0.2)[0]  # it used to finish its answers

@@ -83,7 +83,7 @@ class Fault:
 
 
 _HEALTH_FAULTS = {
-    "nan": "NaN advantages make the loss NaN: the optimizer writes NaN into every weight",
+    "nan": "this step's advantages are NaN (a bad batch); the optimizer will write NaN into every weight",
     "reward_collapse": "the reward function scores every sample 0 from here on (a broken verifier)",
     "kl_blowup": "the rollout workers get perturbed weights from here on (a broken refit)",
 }

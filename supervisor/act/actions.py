@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from supervisor.decide.plan import (
     Resume,
     announce,
     cancelled,
+    divergence_step,
     gave_up,
     held,
     not_held,
@@ -104,9 +105,7 @@ class Actions:
         """Reward and validation curves into the run's thread (and `focus`, the metric a rule fired on):
         people would rather look than read."""
         try:
-            # Shepherd's names, so the metric a rule names is found whatever the trainer called it (our
-            # trainer's metrics.jsonl and TensorBoard tags map alike).
-            points = [(canonical("metrics.jsonl", t), s, v) for t, s, v in run_metric_points(run)]
+            points = self._metric_points(run)
             if not points:
                 return
             out = self.settings.runs_dir / run.id / "curves.png"
@@ -119,6 +118,11 @@ class Actions:
             effects.append(lambda: self.sink.publish_plot(run.id, str(png), what))
         except Exception:
             log.exception("could not draw the run's curves", run_id=run.id)
+
+    def _metric_points(self, run: RunRow) -> list[tuple[str, int, float]]:
+        """The run's scalars under Shepherd's names, so a metric a rule names is found whatever the trainer
+        called it (our trainer's metrics.jsonl and TensorBoard tags map alike)."""
+        return [(canonical("metrics.jsonl", t), s, v) for t, s, v in run_metric_points(run)]
 
     def _commit(self, decision_id: int, outcome: str, effects: Effects) -> None:
         """The decision's messages and its outcome commit in one transaction: both or neither."""
@@ -401,6 +405,9 @@ class Actions:
 
     async def _resume(self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, plan: Resume) -> Done:
         prev = AttemptOverrides.from_dict(attempt.overrides)
+        if plan.rollback and plan.before_step is None:
+            # Decided on a log line (a NaN printed before the metrics were read): the metrics say where.
+            plan = replace(plan, before_step=divergence_step(self._metric_points(run)))
         ckpt, why = resolve_checkpoint(
             spec,
             plan.selector,

@@ -8,6 +8,7 @@ disagree."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ class Resume:
     sbatch_args: tuple[str, ...] = ()
     exclude_node: bool = False
     before_step: int | None = None  # a rollback: only checkpoints saved before this step
+    rollback: bool = False  # a rollback whose step the match did not see (a log line): found by the executor
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +150,18 @@ def _resume(
         sbatch_args=tuple(action.sbatch_args),
         exclude_node=action.exclude_node,
         before_step=m.evidence.step if action.before_divergence else None,
+        rollback=action.before_divergence,
     )
+
+
+DIVERGENCE_TAGS = ("train:loss", "train:reward", "train:grad_norm")
+
+
+def divergence_step(points: Sequence[tuple[str, int, float]]) -> int | None:
+    """The first step whose loss, reward or grad norm is NaN/inf (Shepherd's names): where a run diverged,
+    for a rollback decided on a log line, which names no step."""
+    bad = [step for tag, step, value in points if tag in DIVERGENCE_TAGS and not math.isfinite(value)]
+    return min(bad) if bad else None
 
 
 # ---- what people are told -------------------------------------------------------------------------------

@@ -229,3 +229,21 @@ def test_a_nan_with_nothing_saved_before_it_gives_up_instead_of_resuming_a_bad_c
     assert "— gave up: nan-loss at step 5: cannot roll back (no complete checkpoint before step 5)" in (
         notice.title
     )
+
+
+def test_a_nan_seen_first_in_the_log_rolls_back_before_the_step_the_metrics_name(
+    tmp_path: Path, rs: RuleSet
+) -> None:
+    logs = tmp_path / "logs"
+    (logs / "exp_001").mkdir(parents=True)
+    rows = [{"step": s, "train/loss": v} for s, v in [(1, 0.9), (2, 0.7), (3, 0.6), (4, 0.5), (5, math.nan)]]
+    (logs / "exp_001" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    w = World(tmp_path, trainer_log_dir=str(logs))
+    w.checkpoint(4, 0.7)
+    w.checkpoint(6, 0.9)  # after the divergence: must not be chosen though it ranks best
+    m = decided(rs, "2026-11-23 23:53:22 [info     ] Step 5/44   train/grad_norm=nan train/loss=nan")
+    assert m.rule == "nan-loss" and m.evidence.step is None  # a log line names no step
+    notice = w.act(m)
+    ((_, _, overrides),) = w.scheduler.scheduled
+    assert overrides.checkpoint is not None and Path(overrides.checkpoint).name == "step_4"
+    assert notice.title.endswith("— resuming from step 4 as attempt 2")

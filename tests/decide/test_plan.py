@@ -135,3 +135,17 @@ def test_an_alert_whose_placeholder_has_no_value_still_alerts_with_the_rule_and_
     result = plan_match(m, [], PolicyConfig(), now=NOW, context={"run": "run-1"})
     assert result.effects == (Alert("alert", "error"),)
     assert result.alert_text.startswith("run-1: nccl-error: nccl-error: something broke (bad template")
+
+
+def test_the_divergence_step_is_the_first_nan_or_inf_loss_reward_or_grad_norm() -> None:
+    from supervisor.decide.plan import divergence_step
+
+    points = [("train:loss", 3, 0.5), ("train:grad_norm", 6, float("inf")), ("train:reward", 7, float("nan"))]
+    assert divergence_step(points) == 6
+    assert divergence_step([("val:accuracy", 2, float("nan")), ("train:loss", 3, 0.5)]) is None
+
+
+def test_a_rollback_on_a_log_line_is_planned_without_a_step_for_the_executor_to_find() -> None:
+    m = match({"resume": {"from": "best", "before_divergence": True}}, rule="nan-loss")
+    (effect,) = plan(m, failures(1))
+    assert isinstance(effect, Resume) and effect.rollback and effect.before_step is None

@@ -606,6 +606,11 @@ def metric_condition(
 def _on_metric(rs: RuleSet, st: MatcherState, ev: MetricEvent) -> list[Match]:
     hist = _record(st, ev)
     values = [v for _, v in hist]
+    # A scalar logged before this attempt started RUNNING is history, not news: a resumed attempt reads the
+    # metrics file its predecessor left (the NaN that ended it, steps after its checkpoint) until the trainer
+    # rewrites it. It counts towards windows and bests, never towards a stretch. (Times are the trainer's
+    # clock against the daemon's: the resubmission in between dwarfs any skew.)
+    fresh = st.running_since is None or ev.at >= st.running_since
     out: list[Match] = []
     for cr in rs.rules:
         for i, t in enumerate(cr.metrics):
@@ -616,6 +621,8 @@ def _on_metric(rs: RuleSet, st: MatcherState, ev: MetricEvent) -> list[Match]:
             hit, what, windowed = metric_condition(t, values, best)
             if windowed is not None and (best is None or (windowed > best) == t.higher_is_better):
                 st.metric_best[key] = windowed
+            if not fresh:
+                continue
             if not hit:
                 st.metric_streak.pop(key, None)
                 st.metric_fired.discard(key)

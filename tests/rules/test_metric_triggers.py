@@ -132,3 +132,20 @@ def test_a_floor_arms_a_threshold_only_once_the_best_was_on_the_healthy_side() -
     pinned = trig(condition=">", threshold=0.9, higher_is_better=False, floor=0.5)
     assert not metric_condition(pinned, [1.0], 1.0)[0]  # cut off from the start: by design, not a collapse
     assert metric_condition(pinned, [1.0], 0.2)[0]  # it used to finish its answers
+
+
+def test_scalars_logged_before_the_attempt_started_are_history_not_news() -> None:
+    """A resumed attempt first reads the metrics file its predecessor left: the NaN that ended it is old."""
+    nan = """
+rules:
+  - name: nan-loss
+    trigger: {kind: metric, tag: "train:loss", condition: nan}
+    actions: [{alert: {}}]
+"""
+    rs = compile_rules(load_rules_text(nan, "n.yaml").rules)
+    st = MatcherState(run_id="r1", attempt=2, running_since=1000.0)
+    assert feed(rs, st, MetricEvent("r1", 2, "train:loss", 33, math.nan, at=990.0)) == []
+    assert [s for s, _ in st.metric_recent["train:loss"]] == [33]  # kept as history
+    feed(rs, st, MetricEvent("r1", 2, "train:loss", 32, 0.4, at=980.0))  # the trainer rewrote its history
+    (m,) = feed(rs, st, MetricEvent("r1", 2, "train:loss", 33, math.nan, at=1010.0))  # it diverged again
+    assert m.rule == "nan-loss" and m.evidence.step == 33

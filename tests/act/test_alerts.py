@@ -247,3 +247,22 @@ def test_a_nan_seen_first_in_the_log_rolls_back_before_the_step_the_metrics_name
     ((_, _, overrides),) = w.scheduler.scheduled
     assert overrides.checkpoint is not None and Path(overrides.checkpoint).name == "step_4"
     assert notice.title.endswith("— resuming from step 4 as attempt 2")
+
+
+def test_a_validation_regression_alerts_naming_the_best_checkpoint_and_changes_nothing(
+    tmp_path: Path, rs: RuleSet
+) -> None:
+    w = World(tmp_path)
+    w.checkpoint(10, 0.55)
+    w.checkpoint(20, 0.71)  # the best
+    w.checkpoint(30, 0.52)
+    st = MatcherState(run_id="r1", attempt=1)
+    out: list[Match] = []
+    for step, acc in [(10, 0.55), (20, 0.71), (30, 0.52), (40, 0.50)]:
+        out += feed(rs, st, MetricEvent("r1", 1, "val:accuracy", step, acc, at=NOW))
+    (m,) = out
+    notice = w.act(m)
+    assert notice.kind == "alert" and w.state == RunState.RUNNING and w.scheduler.scheduled == []
+    assert "validation regressed" in notice.title and "from its best 0.71" in notice.title
+    assert "the best checkpoint to resume from is step_20 (val:accuracy 0.71)" in notice.title
+    assert notice.title.endswith("— alert only: nothing was changed")

@@ -47,12 +47,21 @@ _SECRET_WORDS = frozenset(
 # ... or as the tail of a glued word (SLACKTOKEN, dbpassword, myapikey).
 _SECRET_SUFFIXES = ("token", "secret", "password", "passwd", "credential", "credentials", "apikey")
 
+# ... unless the name ends in a word that says it is a measurement: NeMo RL's `token_mult_prob_error`, a
+# `token_count` or a `key_rate` hold numbers people need to read in an alert, not credentials.
+_MEASUREMENT_WORDS = frozenset(
+    {"error", "errors", "rate", "ratio", "frac", "fraction", "count", "len", "length", "mean", "std", "prob"}
+)
+
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
 def is_secret_key(name: str) -> bool:
     """Whether a variable/field name says its value is a credential."""
-    for word in _WORD_SPLIT.split(name):
+    words = [w for w in _WORD_SPLIT.split(name) if w]
+    if len(words) > 1 and words[-1].lower() in _MEASUREMENT_WORDS:
+        return False
+    for word in words:
         w = word.lower()
         if not w:
             continue

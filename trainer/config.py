@@ -141,7 +141,8 @@ class ClusterConfig:
 @dataclass
 class FaultConfig:
     kind: str = (
-        "none"  # none | cuda_oom | run_config_missing | nccl_timeout | hang | signal | kill_in_checkpoint
+        "none"  # none | cuda_oom | run_config_missing | nccl_timeout | hang | signal | kill_in_checkpoint |
+        # nan | reward_collapse | kl_blowup (docs/trainer.md)
     )
     at_step: int = 1
     only_first_attempt: bool = True
@@ -183,6 +184,9 @@ _CHOICES: dict[str, tuple[str, ...]] = {
         "hang",
         "signal",
         "kill_in_checkpoint",
+        "nan",
+        "reward_collapse",
+        "kl_blowup",
     ),
 }
 _POSITIVE = (

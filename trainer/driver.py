@@ -146,12 +146,14 @@ class Trainer:
             batch = self._rollouts(step, fault=self.faults.at(step, "rollout"))
             laps.mark("generation")
             rewards = self._rewards(batch)
+            if self.faults.at(step, "reward") == "reward_collapse":
+                rewards = torch.zeros_like(rewards)
             advantages, zero_var = grpo.group_advantages(
                 rewards, cfg.grpo.use_leave_one_out_baseline, cfg.grpo.normalize_rewards
             )
             train = self._update(step, batch, advantages, fault=self.faults.at(step, "train"))
             laps.mark("policy_training")
-            self._sync_weights()
+            self._sync_weights(perturb_seed=step if self.faults.at(step, "sync") == "kl_blowup" else None)
             laps.mark("weight_sync")
             self.step_times.append(laps.total)
             metrics = self._step_metrics(batch, rewards, zero_var, train, laps)
@@ -337,9 +339,9 @@ class Trainer:
             backend=g.backend,
         )
 
-    def _sync_weights(self) -> None:
+    def _sync_weights(self, perturb_seed: int | None = None) -> None:
         weights = self.policy.ref(0, "get_weights")
-        self.rollout.call("update_weights", weights)
+        self.rollout.call("update_weights", weights, perturb_seed)
 
     # -- the phases of a step ----------------------------------------------------------------------------
     def _generate(
@@ -438,11 +440,14 @@ class Trainer:
         laps: Laps,
     ) -> dict[str, float]:
         n, gen_tokens, total = len(batch.tokens), sum(len(t) for t in batch.tokens), laps.total
+        limit, eos = self.cfg.policy.generation.max_new_tokens, self.tok.eos_id
+        cut = sum(1 for t in batch.tokens if len(t) >= limit and (not t or t[-1] != eos))
         return {
             "train/reward_mean": float(rewards.mean()),
             "train/reward_std": float(rewards.std()),
             "train/zero_variance_group_frac": zero_var,
             "train/mean_gen_tokens_per_sample": gen_tokens / n,
+            "train/truncated_frac": cut / n,
             **{f"train/{k}": v for k, v in train.items()},
             **{f"timing/train/{k}": v for k, v in laps.seconds.items()},
             "timing/train/total_step_time": total,

@@ -27,19 +27,38 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-KINDS = ("none", "cuda_oom", "run_config_missing", "nccl_timeout", "hang", "signal", "kill_in_checkpoint")
+KINDS = (
+    "none",
+    "cuda_oom",
+    "run_config_missing",
+    "nccl_timeout",
+    "hang",
+    "signal",
+    "kill_in_checkpoint",
+    "nan",
+    "reward_collapse",
+    "kl_blowup",
+)
 RAISING = ("cuda_oom", "run_config_missing", "nccl_timeout")
+# Faults that keep the run going but stop it learning, each by a real mechanism: a NaN loss poisons the
+# weights through the optimizer (every later step is NaN too), a broken verifier scores every sample 0 from
+# its step on, a broken refit hands the rollout workers perturbed weights from its step on.
+TRAINING_HEALTH = ("nan", "reward_collapse", "kl_blowup")
+PERSISTENT = ("reward_collapse", "kl_blowup")  # due at their step and at every step after it
 
 # Where in a run a fault can strike, in the order the driver passes them:
 #   startup     before any worker exists (only a raising fault at fault.at_step=0)
 #   step        the start of a step, before its rollouts (signal)
 #   rollout     inside the rollout workers' generate (hang)
-#   train       inside the policy workers' train_step (the raising faults)
+#   reward      the rewards of a step's samples (reward_collapse)
+#   train       inside the policy workers' train_step (the raising faults, nan)
+#   sync        the weights handed to the rollout workers after the update (kl_blowup)
 #   checkpoint  a save's files written into tmp_step_N, not yet renamed (kill_in_checkpoint)
-Phase = Literal["startup", "step", "rollout", "train", "checkpoint"]
-PHASES: tuple[Phase, ...] = ("startup", "step", "rollout", "train", "checkpoint")
-# Phases whose fault a worker acts out: `FaultPlan.at` hands the kind back for the driver to pass on.
-WORKER_PHASES: tuple[Phase, ...] = ("rollout", "train")
+Phase = Literal["startup", "step", "rollout", "reward", "train", "sync", "checkpoint"]
+PHASES: tuple[Phase, ...] = ("startup", "step", "rollout", "reward", "train", "sync", "checkpoint")
+# Phases whose fault someone else acts out: `FaultPlan.at` hands the kind back for the driver to apply (to
+# the rewards, the synced weights) or to pass on to the worker that fails.
+HANDED_BACK: tuple[Phase, ...] = ("rollout", "reward", "train", "sync")
 _PHASE_OF_KIND: dict[str, Phase] = {
     "cuda_oom": "train",
     "run_config_missing": "train",
@@ -47,6 +66,9 @@ _PHASE_OF_KIND: dict[str, Phase] = {
     "hang": "rollout",
     "signal": "step",
     "kill_in_checkpoint": "checkpoint",
+    "nan": "train",
+    "reward_collapse": "reward",
+    "kl_blowup": "sync",
 }
 
 
@@ -58,6 +80,35 @@ class Fault:
     step: int
     phase: Phase
     signal: str = "SIGKILL"
+
+
+_HEALTH_FAULTS = {
+    "nan": "this step's advantages are NaN (a bad batch); the optimizer will write NaN into every weight",
+    "reward_collapse": "the reward function scores every sample 0 from here on (a broken verifier)",
+    "kl_blowup": "the rollout workers get perturbed weights from here on (a broken refit)",
+}
+
+
+def poison(t: torch.Tensor) -> torch.Tensor:
+    """The `nan` fault: NaN advantages, as a bad batch (a 0/0 normalisation) makes them; the loss and every
+    gradient follow."""
+    return t * torch.tensor(float("nan"), dtype=t.dtype, device=t.device)
+
+
+def perturb_weights(state: dict[str, torch.Tensor], seed: int) -> dict[str, torch.Tensor]:
+    """The `kl_blowup` fault: every float weight plus noise of 4x its own scale, as a refit that mixed up or
+    half-copied tensors would leave the generation engine; sampling then disagrees with training."""
+    gen = torch.Generator().manual_seed(seed)
+    out = {}
+    for name, t in state.items():
+        if t.is_floating_point():
+            cpu = t.detach().to("cpu", torch.float32)
+            scale = float(cpu.std()) if cpu.numel() > 1 else 1.0
+            noise = torch.randn(cpu.shape, generator=gen) * (scale or 1.0) * 4
+            out[name] = (cpu + noise).to(t.dtype).to(t.device)
+        else:
+            out[name] = t
+    return out
 
 
 def phase_of(kind: str, at_step: int) -> Phase:
@@ -171,11 +222,12 @@ def act_out(fault: Fault) -> None:
 
 
 class FaultPlan:
-    """At most one armed fault, fired once, at its step and phase.
+    """At most one armed fault, fired once at its step and phase (a persistent one at every step from it).
 
     `at(step, phase)` is the one hook the driver calls at every point a fault can strike. A
-    driver-side fault is acted out right there (raise, kill, signal); a worker-side one (`hang`,
-    the raising faults in `train`) is returned so the driver hands it to the worker that fails.
+    driver-side fault is acted out right there (raise, kill, signal); a handed-back one (`hang`,
+    the raising faults and `nan` in `train`, `reward_collapse`, `kl_blowup`) is returned so the driver
+    applies it or hands it to the worker that fails.
     """
 
     def __init__(self, fault: Fault | None, act: Callable[[Fault], None] = act_out) -> None:
@@ -208,9 +260,15 @@ class FaultPlan:
     def at(self, step: int, phase: Phase) -> str | None:
         """The fault due at this step and phase (acted out here if driver-side), else None."""
         f = self.fault
-        if f is None or self.fired or f.step != step or f.phase != phase:
+        if f is None or f.phase != phase:
             return None
-        self.fired = True
-        if phase not in WORKER_PHASES:
+        due = step >= f.step if f.kind in PERSISTENT else (step == f.step and not self.fired)
+        if not due:
+            return None
+        if not self.fired:
+            self.fired = True
+            if f.kind in TRAINING_HEALTH:
+                log.warning("fault injection", fault=f.kind, step=step, what=_HEALTH_FAULTS[f.kind])
+        if phase not in HANDED_BACK:
             self._act(f)
         return f.kind

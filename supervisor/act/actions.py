@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -25,10 +26,26 @@ import structlog
 from supervisor.act.checkpoints import newest_checkpoint_step, resolve_checkpoint, unfinished
 from supervisor.act.curves import run_points
 from supervisor.decide import staging
+from supervisor.decide.checkpoints import choose_in_dir
 from supervisor.decide.history import attempt_records, policy_config
-from supervisor.decide.plan import Alert, Cancel, Complete, GiveUp, Hold, Resume, plan_match
+from supervisor.decide.plan import (
+    Alert,
+    Cancel,
+    Complete,
+    GiveUp,
+    Hold,
+    Resume,
+    announce,
+    cancelled,
+    divergence_step,
+    gave_up,
+    held,
+    not_held,
+    plan_match,
+    resumed,
+)
 from supervisor.domain.jobstate import JobState
-from supervisor.domain.notices import Notice
+from supervisor.domain.notices import Level, Notice
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import AttemptRow, DecisionRow, RunRow, RunState
 from supervisor.domain.spec import JobSpec
@@ -44,6 +61,20 @@ log = structlog.get_logger(__name__)
 
 UNRECOGNISED = "unrecognised-failure"
 Effects = list[Callable[[], None]]  # a decision's messages, queued when its outcome commits
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """What carrying out one effect did: the outcome for the record, and for people the phrase that says it
+    (`said`) and, for the effect that speaks for the decision, the kind of notice and its details."""
+
+    outcome: str
+    said: str = ""
+    kind: str = ""  # resumed | gave_up | alert | completed | "" (says nothing by itself)
+    level: Level = "warning"
+    text: str = ""
+    fields: dict[str, str] = field(default_factory=dict)
+    plot: bool = False
 
 
 class Actions:
@@ -69,18 +100,28 @@ class Actions:
     def notify(self, event: Notice) -> None:
         self.sink.publish(event)
 
-    def plot(self, run: RunRow, effects: Effects) -> None:
-        """Reward and validation curves into the run's thread: people would rather look than read."""
+    def plot(self, run: RunRow, effects: Effects, focus: str | None = None) -> None:
+        """Reward and validation curves into the run's thread (and `focus`, the metric a rule fired on):
+        people would rather look than read."""
         try:
-            points = run_points(self.store, self.settings.runs_dir, run)
+            points = self._metric_points(run)
             if not points:
                 return
-            png = render_curves(points, self.settings.runs_dir / run.id / "curves.png", title=run.id)
-            effects.append(
-                lambda: self.sink.publish_plot(run.id, str(png), f"{run.name}: reward and validation")
+            out = self.settings.runs_dir / run.id / "curves.png"
+            png = render_curves(points, out, title=run.id, focus=focus)
+            what = (
+                f"{run.name}: {focus}, reward and validation"
+                if focus
+                else f"{run.name}: reward and validation"
             )
+            effects.append(lambda: self.sink.publish_plot(run.id, str(png), what))
         except Exception:
             log.exception("could not draw the run's curves", run_id=run.id)
+
+    def _metric_points(self, run: RunRow) -> list[tuple[str, int, float]]:
+        """The run's scalars under Shepherd's names, from whichever source its launches wrote (TensorBoard,
+        metrics.jsonl or the driver log), so a metric a rule names is found whatever the trainer called it."""
+        return run_points(self.store, self.settings.runs_dir, run)
 
     def _commit(self, decision_id: int, outcome: str, effects: Effects) -> None:
         """The decision's messages and its outcome commit in one transaction: both or neither."""
@@ -105,11 +146,14 @@ class Actions:
             "state": m.evidence.state,
             "node": m.node,
             "excerpt": m.excerpt,
+            "metric": m.evidence.metric,
+            "step": m.evidence.step,
             "policy": {
                 "category": m.category,
                 "retryable": m.retryable,
                 "deterministic": m.deterministic,
                 "max_retries": m.max_retries,
+                "same_signature_limit": m.same_signature_limit,
                 "ckpt_after": ckpt_after,
             },
         }
@@ -243,6 +287,8 @@ class Actions:
                 lines=tuple(str(x) for x in ev.get("lines") or ()),
                 match_line=int(ev.get("match_line") or 0),
                 state=ev.get("state"),
+                metric=str(ev.get("metric") or ""),
+                step=int(ev["step"]) if ev.get("step") is not None else None,
             ),
             signature=d.signature,
             reason=d.reason,
@@ -250,12 +296,18 @@ class Actions:
             retryable=bool(pol.get("retryable", True)),
             deterministic=bool(pol.get("deterministic", False)),
             max_retries=pol.get("max_retries"),
+            same_signature_limit=pol.get("same_signature_limit"),
         )
 
     async def _carry_out(
         self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, effects: Effects
     ) -> str:
-        """Carry out the plan decide/plan.py makes of the match; returns the outcome in words."""
+        """Carry out the plan decide/plan.py makes of the match; returns the outcome in words.
+
+        People get one message per decision: the rule's message (the cause) with what was actually done
+        appended (`announce`), so a budget that turned a resume into a give-up can never be announced as a
+        resume.
+        """
         cfg = policy_config(spec)
         past = attempt_records(
             self.store.attempts(run.id),
@@ -265,43 +317,59 @@ class Actions:
             run_cap=cfg.max_retries,
         )
         lineage = attempt.overrides.get("checkpoint_dir")
+        context = m.template_context(attempt.job_id or "", self._spec_context(spec))
+        if any(a.alert is not None and "{best_checkpoint}" in a.alert.message for a in m.actions):
+            context["best_checkpoint"] = self._best_checkpoint(spec)
         plan = plan_match(
             m,
             past,
             cfg,
             now=self.clock(),
-            context=m.template_context(attempt.job_id or "", self._spec_context(spec)),
+            context=context,
             default_checkpoint=spec.resume.checkpoint,
             unfinished=unfinished(spec, lineage) if m.category == "completed" else None,
         )
-        outcomes: list[str] = []
+        done: list[Done] = []
         for effect in plan.effects:
             if isinstance(effect, Resume):
-                outcomes.append(await self._resume(run, attempt, m, spec, effect, plan.alert_text, effects))
+                done.append(await self._resume(run, attempt, m, spec, effect))
             elif isinstance(effect, GiveUp):
-                outcomes.append(
-                    await self._give_up(run, attempt, effect.reason, m, effects, alert_text=plan.alert_text)
-                )
+                done.append(await self._give_up(run, attempt, effect.reason, m))
             elif isinstance(effect, Cancel):
-                outcomes.append(await self._cancel(run, attempt, m))
+                done.append(await self._cancel(run, attempt, m))
             elif isinstance(effect, Hold):
-                outcomes.append(await self._hold(run, attempt, m))
+                done.append(await self._hold(run, attempt, m))
             elif isinstance(effect, Alert):
-                alert = Notice(
-                    run.id,
-                    effect.kind,
-                    plan.alert_text,
-                    level=effect.level,
-                    excerpt="\n".join(m.evidence.lines[-20:]) or None,
-                    rule=m.rule,
-                    needs_human=effect.level == "error",
-                )
-                effects.append(partial(self.notify, alert))
-                outcomes.append("alerted")
+                done.append(Done("alerted", kind=effect.kind, level=effect.level))
             elif isinstance(effect, Complete):
                 self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
                 self.plot(run, effects)
-        return "; ".join(outcomes) or "recorded"
+        self._tell(run, m, plan.alert_text, done, effects)
+        return "; ".join(d.outcome for d in done if d.outcome) or "recorded"
+
+    def _tell(self, run: RunRow, m: Match, alert_text: str, done: list[Done], effects: Effects) -> None:
+        """The decision's one message: a resume or give-up speaks for it; else the rule's alert, if any."""
+        steering = [d for d in done if d.kind in ("resumed", "gave_up")]
+        lead = steering[-1] if steering else next((d for d in done if d.kind), None)
+        if lead is None:
+            return  # a rule without an alert that only cancelled or held: recorded, nothing to say
+        cause = alert_text or f"{run.id}: {m.rule}: {m.reason}"
+        said = [d.said for d in done if d.said]
+        title = cause if lead.kind == "completed" else announce(cause, said)
+        notice = Notice(
+            run.id,
+            lead.kind,
+            title,
+            text=lead.text,
+            level=lead.level,
+            excerpt="\n".join(m.evidence.lines[-20:]) or None,
+            rule=m.rule,
+            needs_human=lead.kind == "gave_up" or lead.level == "error",
+            fields=lead.fields,
+        )
+        effects.append(partial(self.notify, notice))
+        if lead.plot or m.evidence.metric:
+            self.plot(run, effects, focus=m.evidence.metric or None)
 
     def _spec_context(self, spec: JobSpec) -> dict[str, str]:
         ctx = {"name": spec.name}
@@ -310,6 +378,26 @@ class Actions:
         if spec.checkpoint is not None:
             ctx["checkpoint_dir"] = str(spec.checkpoint.dir)
         return ctx
+
+    def _best_checkpoint(self, spec: JobSpec) -> str:
+        """`step_40 (val:accuracy 0.91)`: the checkpoint a person would resume from after a regression."""
+        if spec.checkpoint is None:
+            return "none (the spec names no checkpoint dir)"
+        ck = spec.checkpoint
+        try:
+            choice, _ = choose_in_dir(
+                ck.dir,
+                "best",
+                metric=ck.metric,
+                higher_is_better=ck.higher_is_better,
+                keep_top_k=ck.keep_top_k,
+            )
+        except OSError as exc:
+            return f"unknown ({exc})"
+        cp = choice.checkpoint
+        if cp is None:
+            return "none yet"
+        return cp.name + (f" ({ck.metric} {cp.metric:g})" if cp.metric is not None and ck.metric else "")
 
     async def _stop_job(self, attempt: AttemptRow) -> str:
         job = attempt.live_job
@@ -321,20 +409,24 @@ class Actions:
             return f"scancel {job} failed: {exc}"
         return f"cancelled job {job}"
 
-    async def _resume(
-        self,
-        run: RunRow,
-        attempt: AttemptRow,
-        m: Match,
-        spec: JobSpec,
-        plan: Resume,
-        alert_text: str,
-        effects: Effects,
-    ) -> str:
+    async def _resume(self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, plan: Resume) -> Done:
         prev = AttemptOverrides.from_dict(attempt.overrides)
+        if plan.rollback and plan.before_step is None:
+            # Decided on a log line (a NaN printed before the metrics were read): the metrics say where.
+            plan = replace(plan, before_step=divergence_step(self._metric_points(run)))
         ckpt, why = resolve_checkpoint(
-            spec, plan.selector, run_id=run.id, attempt=attempt.n + 1, lineage=prev.checkpoint_dir
+            spec,
+            plan.selector,
+            run_id=run.id,
+            attempt=attempt.n + 1,
+            lineage=prev.checkpoint_dir,
+            before_step=plan.before_step,
         )
+        if plan.before_step is not None and ckpt is None:
+            # Without a checkpoint from before the divergence the trainer would resume from a bad one (or
+            # its own newest): nothing safe to roll back to.
+            reason = f"{m.rule} at step {plan.before_step}: cannot roll back ({why})"
+            return await self._give_up(run, attempt, reason, m)
         exclude = set(prev.exclude)
         node = await self._failing_node(m, attempt) if plan.exclude_node else None
         if node:
@@ -351,36 +443,31 @@ class Actions:
         )
         stopped = "" if plan.let_job_finish else await self._stop_job(attempt)
         at = max(plan.at, self.clock())
+        delay = max(0.0, at - self.clock())
         changes = [f"{k}={v}" for k, v in plan.env.items()]
         changes += [f"mount {m}" for m in plan.mounts if spec.container]
         if node:
             changes.append(f"--exclude={node}")
         changes += list(plan.sbatch_args)
         what = f"resuming from {Path(ckpt).name}" if ckpt else f"resuming without a checkpoint ({why})"
-        detail = f"{what} in {max(0.0, at - self.clock()):.0f}s; {plan.why}" + (
+        detail = f"{what} in {delay:.0f}s; {plan.why}" + (
             f"; changed: {', '.join(changes)}" if changes else ""
         )
         self.scheduler.schedule(run.id, at=at, overrides=overrides, reason=f"{m.rule}: {detail}")
-        resumed = Notice(
-            run.id,
-            "resumed",
-            alert_text or f"{run.id}: {m.rule}: {m.reason}",
-            text=f"{detail}. {why}",
+        return Done(
+            "; ".join(x for x in (stopped, detail) if x),
+            said=resumed(ckpt, attempt.n + 1, delay, why),
+            kind="resumed",
             level="warning",
-            excerpt="\n".join(m.evidence.lines[-20:]) or None,
-            rule=m.rule,
+            text=f"{detail}. {why}",
             fields={
                 "checkpoint": ckpt or "-",
                 "attempt": str(attempt.n + 1),
                 "changes": ", ".join(changes) or "-",
             },
         )
-        effects.append(lambda: self.notify(resumed))
-        return "; ".join(x for x in (stopped, detail) if x)
 
-    async def _give_up(
-        self, run: RunRow, attempt: AttemptRow, reason: str, m: Match, effects: Effects, alert_text: str = ""
-    ) -> str:
+    async def _give_up(self, run: RunRow, attempt: AttemptRow, reason: str, m: Match) -> Done:
         stopped = await self._stop_job(attempt)
         self.store.set_run_state(
             run.id,
@@ -389,21 +476,16 @@ class Actions:
             event=("gave-up", reason, {"rule": m.rule}),
             attempt=attempt.n,
         )
-        gave_up = Notice(
-            run.id,
-            "gave_up",
-            alert_text or f"{run.id}: gave up: {reason}",
-            text=reason,
+        return Done(
+            "; ".join(x for x in (stopped, f"gave up: {reason}") if x),
+            said=gave_up(reason),
+            kind="gave_up",
             level="error",
-            excerpt="\n".join(m.evidence.lines[-20:]) or None,
-            rule=m.rule,
-            needs_human=True,
+            text=reason,
+            plot=True,
         )
-        effects.append(lambda: self.notify(gave_up))
-        self.plot(run, effects)
-        return "; ".join(x for x in (stopped, f"gave up: {reason}") if x)
 
-    async def _cancel(self, run: RunRow, attempt: AttemptRow, m: Match) -> str:
+    async def _cancel(self, run: RunRow, attempt: AttemptRow, m: Match) -> Done:
         stopped = await self._stop_job(attempt)
         self.store.set_run_state(
             run.id,
@@ -412,14 +494,14 @@ class Actions:
             event=("cancelled", f"cancelled by rule {m.rule}", {}),
             attempt=attempt.n,
         )
-        return stopped or "cancelled"
+        return Done(stopped or "cancelled", said=cancelled(attempt.live_job))
 
-    async def _hold(self, run: RunRow, attempt: AttemptRow, m: Match) -> str:
+    async def _hold(self, run: RunRow, attempt: AttemptRow, m: Match) -> Done:
         if attempt.job_id and attempt.slurm_state == "PENDING":
             try:
                 await self.slurm.hold(attempt.job_id)
             except SlurmError as exc:
-                return f"hold failed: {exc}"
+                return Done(f"hold failed: {exc}", said=not_held(f"scontrol hold failed: {exc}"))
             self.store.set_run_state(
                 run.id,
                 RunState.HELD,
@@ -427,8 +509,8 @@ class Actions:
                 event=("held", f"held by rule {m.rule}", {}),
                 attempt=attempt.n,
             )
-            return f"held job {attempt.job_id}"
-        return "hold skipped: the job is not pending"
+            return Done(f"held job {attempt.job_id}", said=held(attempt.job_id))
+        return Done("hold skipped: the job is not pending", said=not_held("the job is not pending"))
 
     async def _failing_node(self, m: Match, attempt: AttemptRow) -> str | None:
         """The node to exclude: named by the evidence, else the job's only node (asking Slurm if need be)."""

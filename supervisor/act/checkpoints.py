@@ -32,12 +32,19 @@ def newest_checkpoint_step(spec: JobSpec, checkpoint_dir: str | None = None) -> 
 
 
 def resolve_checkpoint(
-    spec: JobSpec, selector: str, *, run_id: str = "", attempt: int = 0, lineage: str | None = None
+    spec: JobSpec,
+    selector: str,
+    *,
+    run_id: str = "",
+    attempt: int = 0,
+    lineage: str | None = None,
+    before_step: int | None = None,
 ) -> tuple[str | None, str]:
     """(path or None, why) for latest / best / step_N among the spec's checkpoints.
 
     A trainer that resumes by itself (`pass_checkpoint: null`, NeMo RL) gets a staged dir when the choice is
-    not its own newest step (supervisor/staging.py); `lineage` is the dir the last attempt trained in.
+    not its own newest step (supervisor/staging.py); `lineage` is the dir the last attempt trained in;
+    `before_step` (a rollback) leaves out checkpoints saved at or after that step.
     """
     if spec.checkpoint is None:
         return None, "the spec names no checkpoint dir: the trainer resumes by itself"
@@ -54,9 +61,15 @@ def resolve_checkpoint(
             metric=ck.metric,
             higher_is_better=ck.higher_is_better,
             keep_top_k=ck.keep_top_k,
+            before_step=before_step,
         )
     choice, path = choose_in_dir(
-        ck.dir, selector, metric=ck.metric, higher_is_better=ck.higher_is_better, keep_top_k=ck.keep_top_k
+        ck.dir,
+        selector,
+        metric=ck.metric,
+        higher_is_better=ck.higher_is_better,
+        keep_top_k=ck.keep_top_k,
+        before_step=before_step,
     )
     return (str(path) if path else None), choice.reason
 
@@ -108,6 +121,7 @@ def stage_or_choose(
     metric: str | None = None,
     higher_is_better: bool = True,
     keep_top_k: int | None = None,
+    before_step: int | None = None,
 ) -> tuple[str | None, str]:
     """(path the next attempt resumes from, why): looks in the original dir and the lineage, stages if needed.
 
@@ -124,6 +138,7 @@ def stage_or_choose(
         higher_is_better=higher_is_better,
         keep_top_k=keep_top_k,
         exists=lambda d, n: (Path(d) / n / INFO_FILE).is_file(),
+        before_step=before_step,
     )
     if p.checkpoint is None or p.source_dir is None:
         return None, p.reason

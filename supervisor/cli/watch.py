@@ -106,7 +106,7 @@ def rollouts(progress: Mapping[str, Any]) -> Counter | None:
 
 
 def metric(progress: Mapping[str, Any], tag: str) -> tuple[float, int | None] | None:
-    """(value, step) of a tag in the latest metrics row."""
+    """(value, step) of a tag (Shepherd's name: the monitor stores them so) in the latest metrics row."""
     m = progress.get("metrics")
     if not isinstance(m, Mapping) or not isinstance(m.get(tag), int | float):
         return None
@@ -133,7 +133,7 @@ def progress_lines(progress: Mapping[str, Any]) -> list[str]:
         lines.append(f"{ro.label} {ro.text()}")
     m = progress.get("metrics")
     if isinstance(m, Mapping):
-        shown = [t for t in (REWARD_TAG, VAL_TAG) if t in m] or [t for t in m if t != "step"][:4]
+        shown = [t for t in (REWARD_TAG, VAL_TAG) if metric(progress, t)] or [t for t in m if t != "step"][:4]
         if shown:
             lines.append("; ".join(f"{t} {_metric_text(progress, t)}" for t in shown))
     at = progress.get("at")

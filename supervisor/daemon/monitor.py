@@ -286,13 +286,13 @@ class Monitor:
     def _scan(self, w: AttemptWatch, result: TailResult) -> list[Match]:
         now = self.clock()
         name = Path(result.path).name
+        is_output = Path(result.path) == w.output_file()
         out: list[Match] = []
         for batch in result.batches:
             if not batch.texts:
                 continue
-            out += scan_lines(
-                w.rules, w.state, batch.texts, name, batch.first_line, now, prefixes=batch.prefixes
-            )
+            texts = [layout.rule_text(w.contract, is_output, t) for t in batch.texts]
+            out += scan_lines(w.rules, w.state, texts, name, batch.first_line, now, prefixes=batch.prefixes)
             if name == layout.DRIVER_LOG:
                 out += self._driver_log(w, batch.texts, now)
             for text in batch.texts:

@@ -58,7 +58,12 @@ def metric_value(info: Mapping[str, Any] | None, metric: str | None) -> float | 
         ]
     metrics = info.get("metrics")
     if isinstance(metrics, Mapping):
-        candidates += [metrics.get(metric), metrics.get(metric.split(":", 1)[-1])]
+        # our trainer nests its logged scalars: {"metrics": {"val/accuracy": 0.9}} for val:accuracy
+        candidates += [
+            metrics.get(metric),
+            metrics.get(metric.replace(":", "/", 1)),
+            metrics.get(metric.split(":", 1)[-1]),
+        ]
     for v in candidates:
         if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
             return float(v)
@@ -108,9 +113,14 @@ def candidates(
     *,
     higher_is_better: bool = True,
     keep_top_k: int | None = None,
+    before_step: int | None = None,
 ) -> list[Checkpoint]:
-    """Checkpoints in the order to try them for `selector` (``latest``, ``best`` or ``step_N``)."""
-    cps = list(checkpoints)
+    """Checkpoints in the order to try them for `selector` (``latest``, ``best`` or ``step_N``).
+
+    `before_step` (a rollback): only checkpoints saved before that step count, so ``best`` is the best one
+    before the run went bad there and ``latest`` the last good one.
+    """
+    cps = [c for c in checkpoints if before_step is None or c.step < before_step]
     kept = top_k(cps, keep_top_k, higher_is_better)
     rest = [c for c in cps if c not in kept]
     by_step = sorted(kept, key=lambda c: -c.step) + sorted(rest, key=lambda c: -c.step)
@@ -134,9 +144,16 @@ def choose(
     higher_is_better: bool = True,
     keep_top_k: int | None = None,
     exists: Callable[[str], bool] = lambda _name: True,
+    before_step: int | None = None,
 ) -> Choice:
     """Pick the checkpoint to resume from; one that vanished since the listing falls back to the next."""
-    order = candidates(checkpoints, selector, higher_is_better=higher_is_better, keep_top_k=keep_top_k)
+    order = candidates(
+        checkpoints,
+        selector,
+        higher_is_better=higher_is_better,
+        keep_top_k=keep_top_k,
+        before_step=before_step,
+    )
     if selector.startswith("step_") and (not order or order[0].name != selector):
         missing = [selector]
     else:
@@ -149,6 +166,8 @@ def choose(
         gone = missing + skipped
         if not gone:
             what = "best" if selector == "best" else ("latest" if selector == "latest" else "requested")
+            if before_step is not None:
+                what += f" before step {before_step}"
             metric = f", metric {cp.metric:g}" if cp.metric is not None else ""
             return Choice(cp, f"resuming from {cp.name} ({what}{metric})")
         note = "; ".join(f"{g} vanished" if g in skipped else f"{g} not found" for g in gone)
@@ -158,6 +177,8 @@ def choose(
     if missing or skipped:
         names = ", ".join(missing + skipped)
         return Choice(None, f"no usable checkpoint ({names} gone): starting from scratch", tuple(skipped))
+    if before_step is not None:
+        return Choice(None, f"no complete checkpoint before step {before_step}")
     return Choice(None, "no complete checkpoint yet: starting from scratch")
 
 
@@ -191,6 +212,7 @@ def choose_in_dir(
     metric: str | None = None,
     higher_is_better: bool = True,
     keep_top_k: int | None = None,
+    before_step: int | None = None,
 ) -> tuple[Choice, Path | None]:
     """Discover, rank and choose in a real checkpoint dir (re-checking existence at choice time)."""
     cps = discover(list_checkpoint_dir(path), metric)
@@ -200,5 +222,6 @@ def choose_in_dir(
         higher_is_better=higher_is_better,
         keep_top_k=keep_top_k,
         exists=lambda name: (path / name / INFO_FILE).is_file(),
+        before_step=before_step,
     )
     return choice, (path / choice.checkpoint.name if choice.checkpoint else None)

@@ -57,6 +57,7 @@ def attempt_records(
                 "retryable": current.retryable,
                 "deterministic": current.deterministic,
                 "max_retries": current.max_retries,
+                "same_signature_limit": current.same_signature_limit,
                 "ckpt_after": info.get("ckpt_after"),
             }
         if not info:
@@ -72,6 +73,7 @@ def attempt_records(
                 retryable=bool(info.get("retryable", True)),
                 deterministic=bool(info.get("deterministic", False)),
                 max_retries=_capped(info, run_cap),
+                same_signature_limit=info.get("same_signature_limit"),
                 checkpoint_before=_step_at_submit(a.overrides),
                 checkpoint_after=info.get("ckpt_after"),
             )

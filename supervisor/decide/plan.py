@@ -1,15 +1,22 @@
 """What a rule match does, as data: the match, the run's history and the spec's settings in, the effects
 to carry out out (resume with a fix, give up, cancel, hold, alert, complete), so every outcome of a rule
-is unit-tested without Slurm, files or SQLite; `act/actions.py` carries them out."""
+is unit-tested without Slurm, files or SQLite; `act/actions.py` carries them out.
+
+What people are told is composed here too: the rule's message says the cause only, and `announce` adds
+what was actually done (resuming from step N, gave up because ..., held, alert only), so the two cannot
+disagree."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Literal
 
 from supervisor.decide.policy import AttemptRecord, PolicyConfig, decide
 from supervisor.domain.notices import Level
+from supervisor.domain.trainer_files import STEP_DIR_RE
 from supervisor.rules.engine import Match
 from supervisor.rules.model import MissingPlaceholder, ResumeAction, render_template
 
@@ -26,6 +33,8 @@ class Resume:
     sbatch_args: tuple[str, ...] = ()
     exclude_node: bool = False
     let_job_finish: bool = False
+    before_step: int | None = None  # a rollback: only checkpoints saved before this step
+    rollback: bool = False  # a rollback whose step the match did not see (a log line): found by the executor
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,4 +184,54 @@ def _resume(
         sbatch_args=tuple(action.sbatch_args),
         exclude_node=action.exclude_node,
         let_job_finish=action.let_job_finish,
+        before_step=m.evidence.step if action.before_divergence else None,
+        rollback=action.before_divergence,
     )
+
+
+DIVERGENCE_TAGS = ("train:loss", "train:reward", "train:grad_norm")
+
+
+def divergence_step(points: Sequence[tuple[str, int, float]]) -> int | None:
+    """The first step whose loss, reward or grad norm is NaN/inf (Shepherd's names): where a run diverged,
+    for a rollback decided on a log line, which names no step."""
+    bad = [step for tag, step, value in points if tag in DIVERGENCE_TAGS and not math.isfinite(value)]
+    return min(bad) if bad else None
+
+
+# ---- what people are told -------------------------------------------------------------------------------
+
+ALERT_ONLY = "alert only: nothing was changed"
+
+
+def announce(cause: str, decisions: Sequence[str]) -> str:
+    """An alert's text: the rule's message (the cause), then what was done about it."""
+    said = "; ".join(d for d in decisions if d) or ALERT_ONLY
+    return f"{cause.rstrip().rstrip('.')} — {said}"
+
+
+def resumed(checkpoint: str | None, attempt: int, delay_s: float, why: str = "") -> str:
+    """`resuming from step 40 as attempt 3 in 60 s`; or without a checkpoint, saying why there is none."""
+    when = f" in {delay_s:.0f} s" if delay_s >= 1 else ""
+    if checkpoint is None:
+        return f"resuming without a checkpoint as attempt {attempt}{when} ({why})"
+    name = Path(checkpoint).name
+    m = STEP_DIR_RE.match(name)
+    where = f"step {m.group(1)}" if m else name
+    return f"resuming from {where} as attempt {attempt}{when}"
+
+
+def gave_up(reason: str) -> str:
+    return f"gave up: {reason}"
+
+
+def held(job_id: str | None) -> str:
+    return f"held job {job_id} (it stays pending until released)" if job_id else "held"
+
+
+def not_held(why: str) -> str:
+    return f"not held ({why}): {ALERT_ONLY}"
+
+
+def cancelled(job_id: str | None) -> str:
+    return f"cancelled job {job_id} and the run" if job_id else "cancelled the run"

@@ -9,7 +9,8 @@ What the best supervisors get wrong, and what this does instead:
   retry, others three; both per rule;
 * time limits and preemptions are the chain working and cost nothing, unless
   the attempt never wrote a checkpoint (then it is a loop in disguise);
-* the same signature N times in a row stops, whatever the budget says;
+* the same signature N times in a row stops, whatever the budget says (a rule may set its own N: a NaN
+  rollback gives up on the second divergence even when the rolled-back attempt wrote checkpoints first);
 * thrashing (> 4 failures in 10 min, > 10 in an hour) stops;
 * backoff doubles from 60 s to 30 min and resets after 10 min of healthy running.
 
@@ -39,6 +40,9 @@ class AttemptRecord:
     retryable: bool = True
     deterministic: bool = False
     max_retries: int | None = None  # the rule's own budget; None: the policy default
+    same_signature_limit: int | None = (
+        None  # the rule's own "give up on the Nth in a row"; None: the policy's
+    )
     checkpoint_before: int | None = None  # newest complete checkpoint step when the attempt started
     checkpoint_after: int | None = None  # ... and when it ended
     step_before: int | None = None
@@ -192,7 +196,7 @@ def decide(history: Sequence[AttemptRecord], now: float, cfg: PolicyConfig | Non
             consecutive_failures=c,
         )
     streak = same_signature_streak(history)
-    if streak >= cfg.same_signature_limit:
+    if streak >= (last.same_signature_limit or cfg.same_signature_limit):
         return Decision(
             "give_up",
             now,

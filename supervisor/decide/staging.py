@@ -41,12 +41,14 @@ def place(
     higher_is_better: bool = True,
     keep_top_k: int | None = None,
     exists: Callable[[str, str], bool] = lambda _d, _n: True,
+    before_step: int | None = None,
 ) -> Placement:
     """Choose among the checkpoints of several dirs; `lineage` is the dir the last attempt trained in.
 
     ``latest`` means the newest step of the lineage (what the trainer itself would resume from, so never
     staged); ``best`` ranks every dir together (lineage first on ties); ``step_N`` prefers the lineage's copy.
     Staging is needed when the trainer, pointed at the chosen checkpoint's dir, would pick a newer step.
+    `before_step` (a rollback) leaves out the checkpoints saved at or after that step.
     """
     dirs = [lineage, *(d for d in found if d != lineage)]
     flat: list[Checkpoint] = []
@@ -58,8 +60,12 @@ def place(
             where[key] = (d, cp)
     by_lineage = sorted((c for c in flat if where[c.name][0] == lineage), key=lambda c: -c.step)
     by_lineage += sorted((c for c in flat if where[c.name][0] != lineage), key=lambda c: -c.step)
+    if before_step is not None:
+        by_lineage = [c for c in by_lineage if c.step < before_step]
     if selector == "best":
-        order = candidates(flat, selector, higher_is_better=higher_is_better, keep_top_k=keep_top_k)
+        order = candidates(
+            flat, selector, higher_is_better=higher_is_better, keep_top_k=keep_top_k, before_step=before_step
+        )
     elif selector == "latest" or STEP_RE.fullmatch(selector):
         exact = [c for c in by_lineage if where[c.name][1].name == selector]
         order = exact + [c for c in by_lineage if c not in exact]
@@ -76,6 +82,8 @@ def place(
         newest = max(x.step for x in found.get(d, ()))
         stage = cp.step != newest
         what = {"best": "best", "latest": "latest"}.get(selector, "requested")
+        if before_step is not None:
+            what += f" before step {before_step}"
         metric = f", metric {cp.metric:g}" if cp.metric is not None else ""
         how = f"{cp.name} ({what}{metric})" if not gone else f"{'; '.join(gone)}: falling back to {cp.name}"
         if stage:
@@ -84,6 +92,8 @@ def place(
     if gone:
         why = f"no usable checkpoint ({', '.join(gone)}): starting from scratch"
         return Placement(None, None, False, why)
+    if before_step is not None:
+        return Placement(None, None, False, f"no complete checkpoint before step {before_step}")
     return Placement(None, None, False, "no complete checkpoint yet: starting from scratch")
 
 

@@ -1,7 +1,8 @@
 """The run's picture: training reward and validation curves vs step, for Slack and `shepherd plot`.
 
 People judge a GRPO run by two shapes: is the reward climbing, and does validation
-follow. Two panels side by side, one shared step axis each, nothing else.
+follow. Two panels side by side, one shared step axis each, nothing else; when a rule fired
+on another metric (a NaN loss, a KL blow-up), a third panel shows that curve.
 """
 
 from __future__ import annotations
@@ -37,10 +38,15 @@ def _reward_tag(series: dict[str, list[tuple[int, float]]]) -> str | None:
     return None
 
 
-def render_curves(points: Sequence[tuple[str, int, float]], out_png: Path, title: str) -> Path:
-    """Write a PNG (two panels: training reward, validation metrics) and return its path. Thread-safe."""
+def render_curves(
+    points: Sequence[tuple[str, int, float]], out_png: Path, title: str, focus: str | None = None
+) -> Path:
+    """Write a PNG (panels: training reward, validation metrics, and `focus` if given) and return its path.
+
+    NaN and inf values of the focus metric are marked on the step axis (they cannot be drawn as a value).
+    Thread-safe."""
     with _PYPLOT:
-        return _render(points, Path(out_png), title)
+        return _render(points, Path(out_png), title, focus)
 
 
 def _pyplot() -> Any:
@@ -53,14 +59,24 @@ def _pyplot() -> Any:
     return plt
 
 
-def _render(points: Sequence[tuple[str, int, float]], out_png: Path, title: str) -> Path:
+def _render(points: Sequence[tuple[str, int, float]], out_png: Path, title: str, focus: str | None) -> Path:
     plt = _pyplot()
     series = _series(points)
     reward_tag = _reward_tag(series)
     std_tag = TRAIN_REWARD_STD if TRAIN_REWARD_STD in series else None
     val_tags = sorted(t for t in series if t.startswith("val:"))
 
-    fig, (ax_r, ax_v) = plt.subplots(1, 2, figsize=(12, 4.6), dpi=110, constrained_layout=True)
+    show_focus = focus is not None and focus != reward_tag
+    panels = 3 if show_focus else 2
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.6), dpi=110, constrained_layout=True)
+    ax_r, ax_v = axes[0], axes[1]
+    if show_focus and focus is not None:
+        _focus_panel(
+            axes[2],
+            focus,
+            series.get(focus, []),
+            [s for t, s, v in points if t == focus and not math.isfinite(float(v))],
+        )
     fig.suptitle(title, fontsize=13, fontweight="bold")
 
     if reward_tag:
@@ -115,3 +131,18 @@ def _render(points: Sequence[tuple[str, int, float]], out_png: Path, title: str)
     plt.close(fig)
     tmp.replace(out_png)
     return out_png
+
+
+def _focus_panel(ax: Any, tag: str, values: list[tuple[int, float]], bad_steps: list[int]) -> None:
+    """The metric a rule fired on; its NaN/inf steps as red marks on the axis."""
+    if values:
+        ax.plot([s for s, _ in values], [v for _, v in values], color="#d62728", linewidth=1.6, label=tag)
+    for i, step in enumerate(sorted(set(bad_steps))):
+        ax.axvline(step, color="#d62728", alpha=0.35, linestyle="--", label="NaN/inf" if i == 0 else None)
+    if not values and not bad_steps:
+        ax.text(0.5, 0.5, f"no {tag} values", ha="center", va="center", transform=ax.transAxes)
+    else:
+        ax.legend(loc="best", fontsize=9)
+    ax.set_title(tag)
+    ax.set_xlabel("step")
+    ax.grid(True, alpha=0.3)

@@ -29,7 +29,10 @@ from typing import Any
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.observations import Event, LogEvent, MetricEvent, ProgressEvent, StateEvent, Tick
 from supervisor.rules.compiled import CompiledRule, RuleSet
+from supervisor.rules.model import MetricTrigger
 from supervisor.rules.state import (
+    HISTORY_SHOWN,
+    METRIC_HISTORY,
     TRACEBACK_MARK,
     Evidence,
     Incident,
@@ -80,6 +83,7 @@ def _emit(
         "retryable": rule.retryable,
         "deterministic": rule.deterministic,
         "max_retries": rule.max_retries,
+        "same_signature_limit": rule.same_signature_limit,
     }
     st.fired[rule.name] = at
     for other, t in st.fired.items():
@@ -430,7 +434,9 @@ def _scan(
     for h in hits:
         if h < pos:
             continue
-        start = data.rfind(b"\n", pos, h) + 1 if h > pos else pos
+        # `pos` starts a line: a hit on that very line has no newline between them (rfind gives -1).
+        nl = data.rfind(b"\n", pos, h)
+        start = nl + 1 if nl >= 0 else pos
         line_no += data.count(b"\n", pos, start)
         end = find(b"\n", h)
         if end < 0:
@@ -523,40 +529,123 @@ def _on_progress(st: MatcherState, ev: ProgressEvent) -> None:
         st.timer_fired = {k for k in st.timer_fired if not k.startswith("stalled:")}
 
 
+def _record(st: MatcherState, ev: MetricEvent) -> list[tuple[int, float]]:
+    """The tag's recent (step, value) pairs with this event in; a step seen again replaces its value, and an
+    earlier step (the trainer rewrote its history on a resume) drops what came after it."""
+    hist = st.metric_recent.setdefault(ev.tag, [])
+    if hist and ev.step <= hist[-1][0]:
+        rewound = ev.step < hist[-1][0]
+        hist[:] = [p for p in hist if p[0] < ev.step]
+        if rewound:  # bests and stretches were measured on the discarded steps
+            for key in [k for k in st.metric_streak if k.endswith(f"|{ev.tag}")]:
+                del st.metric_streak[key]
+            st.metric_fired = {k for k in st.metric_fired if not k.endswith(f"|{ev.tag}")}
+            for key in [k for k in st.metric_best if k.endswith(f"|{ev.tag}")]:
+                del st.metric_best[key]
+    hist.append((ev.step, ev.value))
+    del hist[:-METRIC_HISTORY]
+    return hist
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values and all(math.isfinite(v) for v in values) else None
+
+
+def _median(values: Sequence[float]) -> float:
+    xs = sorted(values)
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def metric_condition(
+    t: MetricTrigger, values: Sequence[float], best: float | None
+) -> tuple[bool, str, float | None]:
+    """Whether `t`'s condition holds at the newest of `values` (oldest first), what it saw, and the windowed
+    value to count towards the best. Pure: the matcher keeps the history, the streaks and the bests."""
+    v = values[-1]
+    if t.condition == "nan":
+        return (not math.isfinite(v)), f"= {v}", None
+    if t.condition == "spike":
+        prev = [x for x in values[-t.window - 1 : -1] if math.isfinite(x)]
+        if len(prev) < t.window or not math.isfinite(v):
+            return False, "", None
+        med = _median(prev)
+        hit = v > t.threshold * med if t.threshold is not None and med > 0 else False
+        hit = hit and (t.floor is None or v > t.floor)
+        ratio = v / med if med > 0 else math.inf
+        return hit, f"= {v:.4g}, {ratio:.1f}x the median {med:.4g} of the {t.window} steps before", None
+    if len(values) < t.window:
+        return False, "", None
+    cur = _mean(values[-t.window :])
+    if cur is None or t.threshold is None:
+        return False, "", None
+    over = f" (mean of {t.window} steps)" if t.window > 1 else ""
+    if t.condition in ("<", ">"):
+        # `floor` arms the threshold once the metric's best has been on the healthy side of it: "pinned at
+        # the max" means it was not pinned before (a task whose answers always use the whole budget is not).
+        armed = t.floor is None or (
+            best is not None and (best >= t.floor if t.higher_is_better else best <= t.floor)
+        )
+        beyond = cur < t.threshold if t.condition == "<" else cur > t.threshold
+        return armed and beyond, f"= {cur:.4g}{over} {t.condition} {t.threshold:g}", cur
+    if best is None:
+        return False, "", cur
+    if t.condition == "drop_from_best":
+        drop = (best - cur) if t.higher_is_better else (cur - best)
+        return drop >= t.threshold, f"= {cur:.4g}{over}, {drop:.4g} from its best {best:.4g}", cur
+    # below_fraction_of_best
+    if t.higher_is_better:
+        armed = best > 0 and (t.floor is None or best >= t.floor)
+        hit = armed and cur < t.threshold * best
+    else:
+        armed = best > 0 and (t.floor is None or best <= t.floor)
+        hit = armed and cur > best / t.threshold
+    return hit, f"= {cur:.4g}{over}, {cur / best if best else 0:.0%} of its best {best:.4g}", cur
+
+
 def _on_metric(rs: RuleSet, st: MatcherState, ev: MetricEvent) -> list[Match]:
+    hist = _record(st, ev)
+    values = [v for _, v in hist]
+    # A scalar logged before this attempt started RUNNING is history, not news: a resumed attempt reads the
+    # metrics file its predecessor left (the NaN that ended it, steps after its checkpoint) until the trainer
+    # rewrites it. It counts towards windows and bests, never towards a stretch. (Times are the trainer's
+    # clock against the daemon's: the resubmission in between dwarfs any skew.)
+    fresh = st.running_since is None or ev.at >= st.running_since
     out: list[Match] = []
     for cr in rs.rules:
-        for t in cr.metrics:
+        for i, t in enumerate(cr.metrics):
             if ev.step < t.min_step or not (t.tag == ev.tag or fnmatchcase(ev.tag, t.tag)):
                 continue
-            v = ev.value
-            best = st.metric_best.get(ev.tag)
-            hit = False
-            if t.condition == "nan":
-                hit = not math.isfinite(v)
-            elif t.condition == "<":
-                hit = t.threshold is not None and v < t.threshold
-            elif t.condition == ">":
-                hit = t.threshold is not None and v > t.threshold
-            elif best is not None and t.threshold is not None and math.isfinite(v):
-                drop = (best - v) if t.higher_is_better else (v - best)
-                hit = drop >= t.threshold
-            if hit and _conditions_ok(cr, st, ev.at):
-                evd = Evidence(
-                    state=st.job_state.value if st.job_state else None, reason=f"{ev.tag}={v}", at=ev.at
-                )
-                what = f"{ev.tag} = {v} at step {ev.step}" + (f" (best {best})" if best is not None else "")
-                out += _emit(
-                    rs, st, cr, ev.at, evd, f"{ev.tag}:{t.condition}", f"{cr.rule.description}: {what}", None
-                )
-                break
-    if math.isfinite(ev.value):
-        best = st.metric_best.get(ev.tag)
-        higher = next(
-            (t.higher_is_better for cr in rs.rules for t in cr.metrics if fnmatchcase(ev.tag, t.tag)), True
-        )
-        if best is None or (ev.value > best if higher else ev.value < best):
-            st.metric_best[ev.tag] = ev.value
+            key = f"{cr.name}:{i}|{ev.tag}"
+            best = st.metric_best.get(key)
+            hit, what, windowed = metric_condition(t, values, best)
+            if windowed is not None and (best is None or (windowed > best) == t.higher_is_better):
+                st.metric_best[key] = windowed
+            if not fresh:
+                continue
+            if not hit:
+                st.metric_streak.pop(key, None)
+                st.metric_fired.discard(key)
+                continue
+            n, first = st.metric_streak.get(key, (0, ev.step))
+            st.metric_streak[key] = (n + 1, first)
+            if n + 1 < t.for_steps or key in st.metric_fired or not _conditions_ok(cr, st, ev.at):
+                continue
+            st.metric_fired.add(key)
+            span = f" for {n + 1} steps since step {first}" if n + 1 > 1 else ""
+            shown = f"{ev.tag} {what} at step {ev.step}{span}"
+            evd = Evidence(
+                lines=tuple(f"step {s}: {ev.tag} = {v:.6g}" for s, v in hist[-HISTORY_SHOWN:]),
+                state=st.job_state.value if st.job_state else None,
+                reason=shown,
+                at=ev.at,
+                metric=ev.tag,
+                step=first,
+            )
+            out += _emit(
+                rs, st, cr, ev.at, evd, f"metric:{t.condition}", f"{cr.rule.description}: {shown}", None
+            )
+            break
     return out
 
 

@@ -24,7 +24,22 @@ _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 ENV_PLACEHOLDERS = frozenset({"run", "attempt", "job_id", "node", "rule"})
 # Placeholders an alert message may use.
 MESSAGE_PLACEHOLDERS = frozenset(
-    {"run", "rule", "reason", "excerpt", "attempt", "job_id", "node", "state", "description", "signature"}
+    {
+        "run",
+        "rule",
+        "reason",
+        "excerpt",
+        "attempt",
+        "job_id",
+        "node",
+        "state",
+        "description",
+        "signature",
+        "metric",
+        "step",
+        "history",
+        "best_checkpoint",
+    }
 )
 
 
@@ -178,13 +193,32 @@ class MissingTrigger(_Strict):
         return v
 
 
+MetricCondition = Literal["nan", "<", ">", "drop_from_best", "below_fraction_of_best", "spike"]
+MAX_METRIC_WINDOW = 50  # steps; matches the history the matcher keeps per tag (state.METRIC_HISTORY)
+
+
 class MetricTrigger(_Strict):
-    """A condition on a scalar: NaN/inf, a threshold, or a drop from the best value seen."""
+    """A condition on a scalar over its recent steps (Shepherd's names, watch/metric_names.py).
+
+    * ``nan``: the value is NaN or inf.
+    * ``<`` / ``>``: the mean of the last ``window`` values is below / above ``threshold`` (with ``floor``:
+      only once that mean's best, by ``higher_is_better``, has reached ``floor``).
+    * ``drop_from_best``: that mean fell ``threshold`` (absolute) from its best.
+    * ``below_fraction_of_best``: that mean is below ``threshold`` x its best (0 < threshold < 1); the best
+      must reach ``floor`` first, so a run that never learned is not called collapsed.
+    * ``spike``: the value exceeds ``threshold`` x the median of the ``window`` values before it, and
+      ``floor``.
+
+    Each holds for ``for_steps`` consecutive steps before the rule fires, and fires once per such stretch.
+    """
 
     kind: Literal["metric"] = "metric"
-    tag: str = Field(description="exact tag or a glob, e.g. train/reward_mean")
-    condition: Literal["nan", "<", ">", "drop_from_best"]
+    tag: str = Field(description="exact tag or a glob, e.g. train:reward")
+    condition: MetricCondition
     threshold: float | None = None
+    window: int = Field(default=1, ge=1, le=MAX_METRIC_WINDOW, description="steps averaged (spike: median)")
+    for_steps: int = Field(default=1, ge=1, le=100_000, description="consecutive steps it must hold")
+    floor: float | None = Field(default=None, description="spike: minimum value; else the best that arms it")
     higher_is_better: bool = True
     min_step: int = 0
 
@@ -194,6 +228,10 @@ class MetricTrigger(_Strict):
             raise ValueError(f"condition {self.condition!r} needs a threshold")
         if self.condition == "drop_from_best" and self.threshold is not None and self.threshold <= 0:
             raise ValueError("drop_from_best needs a positive threshold")
+        if self.condition == "below_fraction_of_best" and not (0 < (self.threshold or 0) < 1):
+            raise ValueError("below_fraction_of_best needs a threshold in (0, 1): a fraction of the best")
+        if self.condition == "spike" and (self.threshold or 0) <= 1:
+            raise ValueError("spike needs a threshold above 1 (a multiple of the recent median)")
         return self
 
 
@@ -245,6 +283,11 @@ class ResumeAction(_Strict):
                 if not name.startswith("spec."):
                     raise ValueError(f"{mount}: unknown placeholder {{{name}}} (use spec.<field>)")
         return v
+
+    before_divergence: bool = Field(
+        default=False,
+        description="skip checkpoints saved at or after the step the match saw (a metric that went bad)",
+    )
 
     @field_validator("env")
     @classmethod
@@ -356,6 +399,12 @@ class Rule(_Strict):
     retryable: bool = True
     deterministic: bool = False
     max_retries: int | None = Field(default=None, ge=0, le=1000)
+    same_signature_limit: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="give up when this rule's failure recurs this many times in a row, progress or not",
+    )
     inhibits: list[str] = Field(default_factory=list, description="rule names (or globs) this one suppresses")
     signature_group: str | int | None = Field(
         default=None,

@@ -3,7 +3,7 @@ watch/lines.py, then the engine): what `shepherd rules test` and every rule test
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from supervisor.rules.engine import Match, MatcherState, RuleSet, flush, scan_lines
@@ -24,6 +24,12 @@ def _chunks(path: Path, size: int = 8 << 20) -> Iterator[bytes]:
                 rest = data
         if rest:
             yield rest + b"\n"
+
+
+def owner(matches: Sequence[Match]) -> str | None:
+    """The rule that owns the incident in the end: the last decision, after supersessions (None: no rule)."""
+    decided = [m for m in matches if not m.followup]
+    return decided[-1].rule if decided else None
 
 
 def replay(rs: RuleSet, path: Path) -> list[Match]:

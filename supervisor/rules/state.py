@@ -25,6 +25,8 @@ _REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]")
 _HEX_RE = re.compile(r"0x[0-9a-fA-F]+")
 _NUM_RE = re.compile(r"\d+(?:\.\d+)?")
 _WS_RE = re.compile(r"\s+")
+METRIC_HISTORY = 64  # recent (step, value) pairs kept per tag: the longest window, plus the alert's history
+HISTORY_SHOWN = 12  # of them, in an alert's {history}
 
 
 @dataclass(slots=True)
@@ -63,7 +65,10 @@ class MatcherState:
     progress_at: dict[str, float] = field(default_factory=dict)
     progress_value: dict[str, float] = field(default_factory=dict)
     seen_files: set[str] = field(default_factory=set)
-    metric_best: dict[str, float] = field(default_factory=dict)
+    metric_best: dict[str, float] = field(default_factory=dict)  # per metric trigger and tag: its best
+    metric_recent: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # tag -> recent steps
+    metric_streak: dict[str, tuple[int, int]] = field(default_factory=dict)  # trigger key -> (steps, first)
+    metric_fired: set[str] = field(default_factory=set)  # trigger keys that fired in their current stretch
     fired: dict[str, float] = field(default_factory=dict)  # rule -> when it last fired (or was absorbed)
     timer_fired: set[str] = field(default_factory=set)  # once-per-stretch keys for pending/stalled/missing
     incident: Incident | None = None
@@ -89,6 +94,9 @@ class MatcherState:
             "progress_value": dict(self.progress_value),
             "seen_files": sorted(self.seen_files),
             "metric_best": dict(self.metric_best),
+            "metric_recent": {k: [list(p) for p in v] for k, v in self.metric_recent.items()},
+            "metric_streak": {k: list(v) for k, v in self.metric_streak.items()},
+            "metric_fired": sorted(self.metric_fired),
             "fired": dict(self.fired),
             "timer_fired": sorted(self.timer_fired),
             "incident": [self.incident.rule, self.incident.opened_at] if self.incident else None,
@@ -113,6 +121,11 @@ class MatcherState:
             progress_value=dict(d.get("progress_value", {})),
             seen_files=set(d.get("seen_files", [])),
             metric_best=dict(d.get("metric_best", {})),
+            metric_recent={
+                str(k): [(int(p[0]), float(p[1])) for p in v] for k, v in d.get("metric_recent", {}).items()
+            },
+            metric_streak={str(k): (int(v[0]), int(v[1])) for k, v in d.get("metric_streak", {}).items()},
+            metric_fired=set(d.get("metric_fired", [])),
             fired=dict(d.get("fired", {})),
             timer_fired=set(d.get("timer_fired", [])),
             incident=Incident(str(inc[0]), float(inc[1])) if inc else None,
@@ -131,6 +144,8 @@ class Evidence:
     state: str | None = None
     reason: str = ""
     at: float = 0.0
+    metric: str = ""  # a metric match: Shepherd's name of the scalar (its recent values are `lines`)
+    step: int | None = None  # a metric match: the first step of the stretch that fired (where it went bad)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +163,7 @@ class Match:
     retryable: bool = True
     deterministic: bool = False
     max_retries: int | None = None
+    same_signature_limit: int | None = None  # the rule's own "give up on the Nth time in a row"
     supersedes: tuple[str, ...] = ()
     followup_of: str | None = None  # set: part of an incident already decided; record it, do not act
     inhibited_by: str | None = None
@@ -166,8 +182,10 @@ class Match:
 
     @property
     def excerpt(self) -> str:
-        """The line that matched (or the observed state), short enough for an alert."""
+        """The line that matched (the observed state, what the metric did), short enough for an alert."""
         ev = self.evidence
+        if ev.metric:
+            return ev.reason[:300]
         if ev.lines:
             nos = ev.line_numbers or tuple(range(ev.first_line, ev.first_line + len(ev.lines)))
             idx = nos.index(ev.match_line) if ev.match_line in nos and len(ev.lines) == len(nos) else -1
@@ -187,6 +205,11 @@ class Match:
             "state": self.evidence.state or "",
             "description": self.reason.split(": ", 1)[0],
             "signature": self.signature,
+            "metric": self.evidence.metric,
+            "step": "" if self.evidence.step is None else str(self.evidence.step),
+            "history": "; ".join(x.strip() for x in self.evidence.lines[-HISTORY_SHOWN:])
+            if self.evidence.metric
+            else "",
         }
         ctx.update({f"spec.{k}": v for k, v in (spec or {}).items()})
         return ctx

@@ -7,8 +7,12 @@ import re
 
 from supervisor.domain.jobstate import JobState
 
+# Slurm >= 17.11 names the node before the time (`*** JOB 1 ON n1 CANCELLED AT t DUE TO TIME LIMIT ***`);
+# older releases after it (`*** JOB 1 CANCELLED AT t DUE TO TIME LIMIT on n1 ***`, `... AT t *** on n1`).
+# A node failure adds advice after the reason: `DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***`.
 STEPD_CANCEL_RE = re.compile(
-    r"\*\*\* (?:JOB|STEP) (\S+) ON (\S+) CANCELLED AT (\S+)(?: DUE TO ([A-Z][A-Z ]*?))?(?: \*\*\*|\s*$)"
+    r"\*\*\* (?:JOB|STEP) (\S+) (?:ON (\S+) )?CANCELLED AT (\S+)(?: DUE TO ([A-Z][A-Z ]*?)(?:,[^*]*?)?)?"
+    r"(?: on (\S+))?(?: \*\*\*|\s*$)"
 )
 STEPD_OOM_RE = re.compile(
     r"oom_kill event in StepId=|oom-kill event\(s\) in step|Detected \d+ oom[-_]kill event"
@@ -27,7 +31,7 @@ def stepd_state(line: str) -> tuple[JobState, str] | None:
         m = STEPD_CANCEL_RE.search(line)
         if m:
             due = (m.group(4) or "").strip()
-            return DUE_TO_STATE.get(due, JobState.CANCELLED), m.group(2)
+            return DUE_TO_STATE.get(due, JobState.CANCELLED), m.group(2) or m.group(5) or ""
     if "oom" in line and STEPD_OOM_RE.search(line):
         return JobState.OUT_OF_MEMORY, ""
     return None

@@ -20,6 +20,7 @@ TRAIN_GEN_KL_ERROR = "train:gen_kl_error"
 TRAIN_TOKEN_MULT_PROB_ERROR = "train:token_mult_prob_error"
 TRAIN_MEAN_GEN_TOKENS = "train:mean_gen_tokens"
 TRAIN_ZERO_STD_FRACTION = "train:zero_std_fraction"  # groups whose samples all got the same reward
+TRAIN_TRUNCATED_FRACTION = "train:truncated_fraction"  # samples that hit the generation limit unfinished
 VAL_ACCURACY = "val:accuracy"
 VAL_AVG_LENGTH = "val:avg_length"
 STEP_TIME = "timing:total_step_time"
@@ -33,6 +34,7 @@ KNOWN = (
     TRAIN_TOKEN_MULT_PROB_ERROR,
     TRAIN_MEAN_GEN_TOKENS,
     TRAIN_ZERO_STD_FRACTION,
+    TRAIN_TRUNCATED_FRACTION,
     VAL_ACCURACY,
     VAL_AVG_LENGTH,
     STEP_TIME,
@@ -45,6 +47,8 @@ _EXACT: dict[Source, dict[str, str]] = {
         "train/reward_mean": TRAIN_REWARD,
         "train/reward_std": TRAIN_REWARD_STD,
         "train/mean_gen_tokens_per_sample": TRAIN_MEAN_GEN_TOKENS,
+        "train/zero_variance_group_frac": TRAIN_ZERO_STD_FRACTION,
+        "train/truncated_frac": TRAIN_TRUNCATED_FRACTION,
         "timing/train/total_step_time": STEP_TIME,
     },
     # Our trainer's exp_NNN/metrics.jsonl (the same scalars as its TensorBoard files).
@@ -52,6 +56,8 @@ _EXACT: dict[Source, dict[str, str]] = {
         "train/reward_mean": TRAIN_REWARD,
         "train/reward_std": TRAIN_REWARD_STD,
         "train/mean_gen_tokens_per_sample": TRAIN_MEAN_GEN_TOKENS,
+        "train/zero_variance_group_frac": TRAIN_ZERO_STD_FRACTION,
+        "train/truncated_frac": TRAIN_TRUNCATED_FRACTION,
         "timing/train/total_step_time": STEP_TIME,
     },
     # NeMo RL's printed blocks in ray-driver.log (📊 Training Results / Validation Results, ⏱️ Timing).

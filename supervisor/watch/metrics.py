@@ -115,7 +115,7 @@ class MetricsReader:
 
 
 def to_metric_events(run_id: str, attempt: int, rows: list[MetricRow], now: float) -> list[MetricEvent]:
-    """Rows as observations, under Shepherd's metric names."""
+    """Events under Shepherd's metric names (`train/reward_mean` -> `train:reward`), which the rules use."""
     return [
         MetricEvent(
             run_id,

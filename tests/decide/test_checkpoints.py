@@ -38,6 +38,8 @@ def test_metric_lookup_handles_nemo_rl_and_nested_shapes() -> None:
     assert metric_value({"val": {"accuracy": 0.6}}, "val:accuracy") == 0.6
     assert metric_value({"train_reward_mean": 0.7}, "train:reward_mean") == 0.7
     assert metric_value({"loss": 1.5}, "loss") == 1.5
+    # our trainer's training_info.json nests what it logged, under the logged names
+    assert metric_value({"metrics": {"val/accuracy": 0.8, "val/reward_mean": 0.9}}, "val:accuracy") == 0.8
     assert metric_value({"val:accuracy": "n/a"}, "val:accuracy") is None
     assert metric_value({"val:accuracy": float("nan")}, "val:accuracy") is None
 
@@ -92,3 +94,14 @@ def test_real_directory_listing(tmp_path: Path) -> None:
     latest, _ = choose_in_dir(tmp_path, "latest")
     assert latest.checkpoint is not None and latest.checkpoint.name == "step_20"
     assert list_checkpoint_dir(tmp_path / "nope") == []
+
+
+def test_a_rollback_ranks_only_the_checkpoints_saved_before_the_divergence() -> None:
+    cps = [Checkpoint("step_2", 2, 0.5), Checkpoint("step_4", 4, 0.7), Checkpoint("step_6", 6, 0.9)]
+    best = choose(cps, "best", before_step=6)
+    assert best.checkpoint is not None and best.checkpoint.name == "step_4"
+    assert "best before step 6" in best.reason
+    latest = choose(cps, "latest", before_step=5)
+    assert latest.checkpoint is not None and latest.checkpoint.name == "step_4"
+    none = choose(cps, "best", before_step=2)
+    assert none.checkpoint is None and none.reason == "no complete checkpoint before step 2"

@@ -191,3 +191,17 @@ def test_an_exit_0_before_the_last_step_without_a_new_checkpoint_is_a_loop_and_s
     )
     (effect,) = plan_match(m, looped, PolicyConfig(), now=600.0, context={}, unfinished="below").effects
     assert isinstance(effect, GiveUp) and "below" in effect.reason
+
+
+def test_the_divergence_step_is_the_first_nan_or_inf_loss_reward_or_grad_norm() -> None:
+    from supervisor.decide.plan import divergence_step
+
+    points = [("train:loss", 3, 0.5), ("train:grad_norm", 6, float("inf")), ("train:reward", 7, float("nan"))]
+    assert divergence_step(points) == 6
+    assert divergence_step([("val:accuracy", 2, float("nan")), ("train:loss", 3, 0.5)]) is None
+
+
+def test_a_rollback_on_a_log_line_is_planned_without_a_step_for_the_executor_to_find() -> None:
+    m = match({"resume": {"from": "best", "before_divergence": True}}, rule="nan-loss")
+    (effect,) = plan(m, failures(1))
+    assert isinstance(effect, Resume) and effect.rollback and effect.before_step is None

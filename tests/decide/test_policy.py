@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from supervisor.decide.policy import AttemptRecord, PolicyConfig, consecutive_failures, decide
 
 HOUR = 3600.0
@@ -145,3 +147,16 @@ def test_non_retryable_gives_up_and_completed_completes() -> None:
     done = AttemptRecord(attempt=1, category="completed", started_at=0, ended_at=100)
     assert decide([done], now=100).action == "complete"
     assert decide([], now=0).action == "none"
+
+
+def test_a_rules_own_same_signature_limit_gives_up_on_the_repeat_even_after_progress() -> None:
+    """A NaN rollback: the rolled-back attempt wrote new checkpoints, then diverged the same way again."""
+    nan = dict(rule="nan-loss", signature="nan-loss:metric:nan", deterministic=True, max_retries=1)
+    history = [
+        AttemptRecord(1, "failure", 0, 100, checkpoint_before=None, checkpoint_after=20, **nan),  # type: ignore[arg-type]
+        AttemptRecord(2, "failure", 200, 300, checkpoint_before=20, checkpoint_after=24, **nan),  # type: ignore[arg-type]
+    ]
+    assert decide(history, 400).action == "resume"  # progress reset the budget; the default limit is 4
+    limited = [replace(a, same_signature_limit=2) for a in history]
+    d = decide(limited, 400)
+    assert d.action == "give_up" and "the same failure (nan-loss:metric:nan) 2 times in a row" in d.reason

@@ -119,3 +119,11 @@ def test_retention_deleting_the_staged_step_deletes_nothing_of_the_users(tmp_pat
     shutil.rmtree(path)  # what NeMo RL's retention does; a symlink would raise OSError here
     assert (ck / "step_20" / "policy" / "weights" / "model.safetensors").read_bytes() == b"w" * 1000
     assert (ck / "step_20" / "training_info.json").is_file()
+
+
+def test_a_rollback_stages_the_best_checkpoint_before_the_divergence_even_if_later_ones_rank_higher() -> None:
+    found = {ORIG: cps((10, 0.2), (20, 0.5), (30, 0.9), (40, 0.1))}
+    p = place(found, "best", lineage=ORIG, before_step=25)
+    assert (p.checkpoint and p.checkpoint.name, p.stage) == ("step_20", True)
+    assert "best before step 25" in p.reason
+    assert place(found, "best", lineage=ORIG, before_step=10).checkpoint is None

@@ -35,4 +35,16 @@ def test_the_demo_detects_the_failure_resumes_and_completes(tmp_path: Path, slur
     texts = [m.get("text") or "" for m in record["messages"]]
     assert any("submitted" in t for t in texts) and any("completed" in t for t in texts)
     assert any("HF" in t for t in texts)  # the alert about the cache reached the thread
+    # a healthy run: no RL training-health rule (rules/default.yaml) said a word
+    health = (
+        "training diverged",
+        "reward collapsed",
+        "generation and training disagree",
+        "gradient norm spike",
+        "response length collapsed",
+        "pinned at the length limit",
+        "no learning signal",
+        "validation regressed",
+    )
+    assert [t for t in texts if any(h in t for h in health)] == []
     assert (root / "reward.png").stat().st_size > 10_000

@@ -80,3 +80,19 @@ async def test_rendered_plot_is_uploaded_into_the_thread_byte_for_byte(
     (upload,) = standin.rec.uploads.values()
     assert upload["data"] == png.read_bytes() and upload["filename"] == "curves.png"
     assert standin.rec.completed_uploads[0]["thread_ts"] == standin.top_level()[0]["ts"]
+
+
+FOCUS_RED = np.array([0xD6, 0x27, 0x28]) / 255
+
+
+def test_the_metric_a_rule_fired_on_gets_a_third_panel_with_its_nan_steps_marked(tmp_path: Path) -> None:
+    pts = run_points()
+    pts += [("train:loss", s, 0.5 - s / 1000) for s in range(120)]
+    pts += [("train:loss", s, float("nan")) for s in range(120, 130)]
+    out = render_curves(pts, tmp_path / "c.png", "nan-run", focus="train:loss")
+    img = mpimg.imread(out)
+    w = img.shape[1]
+    third = img[:, 2 * w // 3 :]
+    assert w > 1500  # three panels
+    assert colour_fraction(third, FOCUS_RED) > 0.002  # the curve and the NaN marks
+    assert colour_fraction(img[:, : 2 * w // 3], FOCUS_RED) < 0.0005  # only in its own panel

@@ -116,6 +116,9 @@ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.""",
     "slurm-time-limit": [
         "slurmstepd: error: *** JOB 4242 ON node1 CANCELLED AT 2026-11-21T10:00:00 DUE TO TIME LIMIT ***",
         "slurmstepd: error: *** STEP 4242.0 ON node3 CANCELLED AT 2026-11-21T10:00:00 DUE TO TIME LIMIT ***",
+        # Slurm < 17.11 put the node last; 23.x names the daemon slurmstepd-<host>
+        "slurmstepd: *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***",
+        "slurmstepd-phoenix-07: error: *** JOB 1449736 ON phoenix-07 CANCELLED AT 2023-12-03T12:47:09 DUE TO TIME LIMIT ***",
     ],
     "slurm-preempted": [
         "slurmstepd: error: *** JOB 4242 ON node2 CANCELLED AT 2026-11-21T10:00:00 DUE TO PREEMPTION ***",
@@ -123,9 +126,29 @@ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.""",
     "training-deadline": [  # NeMo RL's own words after its checkpoint_must_save_by save (grpo.py)
         "Saving checkpoint for step 40...\nTimeout has been reached, stopping training early",
     ],
+    "cuda-device-assert": [
+        "../aten/src/ATen/native/cuda/Indexing.cu:1308: indexSelectLargeIndex: block: [56,0,0], thread: [0,0,0] "
+        "Assertion `srcIndex < srcSelectDimSize` failed.",
+        "[rank1]: RuntimeError: CUDA error: device-side assert triggered",
+    ],
+    "nan-loss": [
+        "{'loss': nan, 'grad_norm': nan, 'learning_rate': 1e-06, 'epoch': 0.3}",
+        "(DTensorPolicyWorker pid=77) AssertionError: Rank 3: found NaN in local grad norm in backwards pass.",
+        "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+    ],
+    "segfault": [
+        "(RayWorkerWrapper pid=376235, ip=10.10.10.61) Fatal Python error: Segmentation fault",
+        "srun: error: node3: task 5: Segmentation fault (core dumped)",
+    ],
+    "bus-error": [
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+        "srun: error: node3: task 289: Bus error",
+    ],
     "node-failure": [
         "srun: error: Node failure on node5",
         "slurmstepd: error: *** JOB 4242 ON node5 CANCELLED AT 2026-11-21T10:00:00 DUE TO NODE FAILURE ***",
+        "slurmstepd: error: *** STEP 4242.0 ON node5 CANCELLED AT 2026-11-21T10:00:00 DUE TO NODE FAILURE, SEE "
+        "SLURMCTLD LOG FOR DETAILS ***",
         "(raylet) The node with node id: 3fa2 and address: 10.0.0.9 and node name: 10.0.0.9 has been marked dead "
         "because the detector has missed too many heartbeats from it.",
     ],
@@ -176,6 +199,19 @@ NEGATIVE = {
     "vllm-engine-dead": [
         "INFO 11-21 10:00:00 [core.py:71] Initializing a V1 LLM engine (v0.10.0) with config: model='Qwen'",
     ],
+    "cuda-device-assert": [
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    ],
+    "nan-loss": [
+        # fp16 loss scalers report a skipped step's grad norm as nan while the loss is fine
+        "Epoch [1][100/62598]\tlr: 1.000e-03, loss: 1.9091, grad_norm: nan",
+        " iteration 10/ 100 | lm loss: 2.504220E+00 | loss scale: 1.0 | number of nan iterations:   0 |",
+        "INFO step 12: loss 0.4132, reward 0.61, inference took 812 nanoseconds per token",
+        "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 4294967296, reducing to 2147483648",
+    ],
+    "segfault": [
+        "The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.",
+    ],
 }
 
 
@@ -201,6 +237,16 @@ INFO retrying with the next sample"""
 def test_every_default_rule_is_exercised(rs: RuleSet) -> None:
     covered = set(POSITIVE) | {"rollouts-stalled", "qos-pending", "run-completed", "ray-startup-failed"}
     covered |= {"ended-not-written"}  # its own line comes from the monitor: tests/rules/test_ended_rule.py
+    # the RL training-health rules run on metric streams: tests/rules/test_health_rules.py
+    covered |= {
+        "reward-collapse",
+        "policy-mismatch",
+        "grad-norm-spike",
+        "response-length-collapse",
+        "response-length-pinned",
+        "no-learning-signal",
+        "validation-regression",
+    }
     assert {r.name for r in rs.rules} == covered
 
 
@@ -296,7 +342,10 @@ def test_alert_and_env_templates_render_from_a_match(rs: RuleSet) -> None:
     assert resume is not None and alert is not None
     assert render_template(resume.env["HF_HOME"], ctx) == "/shared/cache/huggingface"
     text = render_template(alert.message, ctx)
-    assert text.startswith("r1: the HF->mcore conversion") and "Pretrained run config not found" in text
+    assert (
+        text.startswith("r1: the one-time HF->mcore conversion") and "Pretrained run config not found" in text
+    )
+    assert "resuming" not in text  # the cause only: the daemon appends what it did (decide/plan.py announce)
 
 
 def test_a_head_that_started_without_a_driver_for_40_minutes_is_a_bring_up_that_never_finished(
@@ -310,3 +359,32 @@ def test_a_head_that_started_without_a_driver_for_40_minutes_is_a_bring_up_that_
     (m,) = feed(rs, st, Tick(41 * 60.0))
     assert stall.rule == "rollouts-stalled"
     assert m.rule == "ray-startup-failed" and "ray-driver.log not written" in m.reason
+
+
+def _re2_refused(pattern: str) -> set[str]:
+    """The constructs of `pattern` that RE2 refuses (lookaround, backreferences), by walking Python's parse."""
+    import importlib
+
+    parser = importlib.import_module("re._parser")
+    consts = importlib.import_module("re._constants")
+    refused = {consts.ASSERT, consts.ASSERT_NOT, consts.GROUPREF, consts.GROUPREF_EXISTS}
+    found: set[str] = set()
+    todo = [parser.parse(pattern)]
+    while todo:
+        for op, av in todo.pop():
+            if op in refused:
+                found.add(str(op))
+            for sub in av if isinstance(av, tuple | list) else ():
+                subs = sub if isinstance(sub, list) else [sub]
+                todo += [x for x in subs if isinstance(x, parser.SubPattern)]
+    return found
+
+
+def test_default_patterns_have_no_lookaround_or_backreference(rs: RuleSet) -> None:
+    """The rules engine is moving to a linear-time (RE2) engine that refuses both: keep the default set portable."""
+    assert _re2_refused(r"a(?=b)|(x)\1|(?<!y)z") == {"ASSERT", "GROUPREF", "ASSERT_NOT"}
+    patterns = [lg.regex.pattern for cr in rs.rules for lg in cr.logs]
+    patterns += [lg.exclude.pattern for cr in rs.rules for lg in cr.logs if lg.exclude is not None]
+    assert len(patterns) > 10
+    for pattern in patterns:
+        assert not _re2_refused(pattern), pattern

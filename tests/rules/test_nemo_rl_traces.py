@@ -1,6 +1,6 @@
-"""NeMo RL's ray.sub writes only its own `set -x` trace to Slurm's output file: no default rule may act on
-it, although its bring-up probes print Ray's retried warnings (a false ray-startup-failed cancels a healthy
-job)."""
+"""NeMo RL's ray.sub writes only its own `set -x` trace to Slurm's output file: the rules read Slurm's own
+messages there and nothing else, because its bring-up probes print Ray's warnings that, in a driver's log,
+mean a failed start (a false ray-startup-failed cancelled a healthy job)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,14 @@ from pathlib import Path
 import pytest
 
 from supervisor.rules.engine import MatcherState, RuleSet, load_ruleset
-from supervisor.rules.replay import replay, replay_text
+from supervisor.rules.replay import replay_text
+from supervisor.slurm.launchers import layout, nemo_rl, shepherd
 
 TRACES = sorted((Path(__file__).parents[1] / "data" / "nemo-rl").glob("*.slurm.out"))
+GCS_WARNING = (
+    "[2026-11-23 23:59:45,643 W 2416 2416] rpc_client.h:153: Failed to connect to GCS at address "
+    "192.0.2.2:1200 within 5 seconds."
+)
 
 
 @pytest.fixture(scope="module")
@@ -19,27 +24,37 @@ def rs() -> RuleSet:
     return load_ruleset()
 
 
+def as_rules_see_it(contract: layout.FileContract, text: str) -> str:
+    return "\n".join(layout.rule_text(contract, True, line) for line in text.splitlines())
+
+
+def decided(rs: RuleSet, text: str, source: str) -> list[tuple[str, str]]:
+    out = replay_text(rs, text, source, MatcherState(run_id="r", attempt=1))
+    return [(m.rule, m.excerpt) for m in out if not m.followup]
+
+
 @pytest.mark.parametrize("trace", TRACES, ids=[p.name for p in TRACES])
 def test_no_default_rule_acts_on_a_ray_sub_trace(rs: RuleSet, trace: Path) -> None:
-    assert [(m.rule, m.excerpt) for m in replay(rs, trace) if not m.followup] == []
+    assert decided(rs, as_rules_see_it(nemo_rl.CONTRACT, trace.read_text()), "slurm-1.out") == []
 
 
-def test_the_traces_are_there() -> None:
+def test_the_traces_are_there_and_one_holds_the_warning_that_used_to_fire(rs: RuleSet) -> None:
     assert len(TRACES) == 4
+    bring_up = next(p for p in TRACES if "gcs-warning" in p.name).read_text()
+    assert GCS_WARNING.split("] ")[1] in bring_up
+    assert [r for r, _ in decided(rs, bring_up, "slurm-1.out")] == ["ray-startup-failed"]  # unfiltered
 
 
-def test_a_warning_level_gcs_retry_is_not_a_failed_start_but_the_fatal_error_is(rs: RuleSet) -> None:
-    stamp = "[2026-11-23 23:59:45,643 {} 2416 2416]"
-    warning = (
-        f"{stamp.format('W')} rpc_client.h:153: Failed to connect to GCS at address 10.0.0.2:6379 within 5 s"
+def test_slurms_own_messages_in_a_trace_still_reach_the_rules(rs: RuleSet) -> None:
+    trace = (
+        "+ srun --overlap ray status\nslurmstepd-node3: error: Detected 1 oom_kill event in StepId=4242.0."
     )
-    fatal = (
-        f"{stamp.format('C')} gcs_client.cc:193: Failed to connect to GCS within 60 seconds. GCS may be dead."
-    )
-    assert replay_text(rs, warning, "slurm-1.out", MatcherState(run_id="r", attempt=1)) == []
-    [m] = [
-        m
-        for m in replay_text(rs, fatal, "ray-driver.log", MatcherState(run_id="r", attempt=1))
-        if not m.followup
+    assert [r for r, _ in decided(rs, as_rules_see_it(nemo_rl.CONTRACT, trace), "slurm-1.out")] == [
+        "host-oom"
     ]
-    assert m.rule == "ray-startup-failed"
+
+
+def test_the_same_warning_is_a_failed_start_in_a_driver_log_or_our_launchers_output(rs: RuleSet) -> None:
+    assert [r for r, _ in decided(rs, GCS_WARNING, "ray-driver.log")] == ["ray-startup-failed"]
+    ours = as_rules_see_it(shepherd.CONTRACT, GCS_WARNING)
+    assert [r for r, _ in decided(rs, ours, "slurm-1.out")] == ["ray-startup-failed"]

@@ -379,3 +379,14 @@ def test_scan_lines_puts_stripped_prefixes_back_for_interleaved_ranks(rs: RuleSe
     (m,) = ms
     assert m.rule == "cuda-oom" and m.node == "10.0.0.1" and m.line == 104
     assert m.evidence.line_numbers == (100, 102, 104)
+
+
+def test_a_hit_on_the_line_after_a_closed_traceback_is_that_line_alone(rs: RuleSet) -> None:
+    text = (
+        'INFO a\nTraceback (most recent call last):\n  File "x.py", line 1, in f\nValueError: boom\n'
+        "INFO this line closes the traceback\nnode1: x ncclSystemError\n"
+    )
+    st = MatcherState(run_id="r1", attempt=1)
+    (m,) = scan_text(rs, st, text.encode(), "ray-driver.log", use_hyperscan=False) + flush(rs, st)
+    assert (m.rule, m.line) == ("nccl-error", 6)
+    assert m.evidence.lines == ("node1: x ncclSystemError",)

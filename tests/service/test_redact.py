@@ -63,6 +63,7 @@ def test_known_credential_shapes_are_masked(text: str, secret: str) -> None:
         "max_tokens=512 tokenizer=Qwen2 num_tokens=77",
         "step=40 reward=0.31 kl=0.02 lr=3e-4",
         "monkey=1 keys=3 tokens_per_s=900",
+        "train/token_mult_prob_error=2.873 train:token_mult_prob_error = 2.87 > 1.2 at step 11",
         "task-abcdefghijklmnopqrstuvwx finished",
         "srun: error: node7: task 0: Out Of Memory",
         "https://github.com/org/repo/pull/12",
@@ -136,6 +137,9 @@ def test_redact_argv_masks_the_word_after_a_secret_flag() -> None:
         ("DBPASSWORD", True),
         ("gcp-credentials", True),
         ("max_tokens", False),
+        ("token_mult_prob_error", False),  # NeMo RL's metric, which a health alert quotes
+        ("SLACK_TOKEN_RATE", False),
+        ("TOKEN_ERRORS_SECRET", True),
         ("tokenizer", False),
         ("monkey", False),
         ("PATH", False),

@@ -100,3 +100,35 @@ def test_oom_fault_raises_the_real_torch_exception_type() -> None:
         raise_fault("cuda_oom")
     with pytest.raises(FileNotFoundError, match=r"run_config.yaml on rank=1. This usually means"):
         raise_fault("run_config_missing", rank=1, env={"HF_HOME": "/shared/hf"})
+
+
+@pytest.mark.parametrize(("kind", "phase"), [("reward_collapse", "reward"), ("kl_blowup", "sync")])
+def test_a_persistent_health_fault_is_due_at_its_step_and_every_step_after(kind: str, phase: Phase) -> None:
+    plan, acted = _plan(kind, 3)
+    assert _walk(plan, range(1, 7)) == [(s, phase, kind) for s in range(3, 7)]
+    assert acted == []  # the driver applies it (to the rewards, to the synced weights)
+
+
+def test_the_nan_fault_is_handed_to_the_policy_workers_once() -> None:
+    plan, acted = _plan("nan", 2)
+    assert _walk(plan, range(1, 6)) == [(2, "train", "nan")] and acted == []
+
+
+def test_poisoned_advantages_make_the_loss_and_every_gradient_nan() -> None:
+    from trainer.faults import poison
+
+    w = torch.nn.Parameter(torch.ones(3))
+    loss = (w * poison(torch.tensor([1.0, -1.0, 0.5]))).sum()
+    loss.backward()
+    assert bool(torch.isnan(loss)) and w.grad is not None and bool(torch.isnan(w.grad).all())
+
+
+def test_perturbed_weights_move_every_float_tensor_by_its_own_scale_and_keep_the_rest() -> None:
+    from trainer.faults import perturb_weights
+
+    state = {"w": torch.full((64,), 0.5) + torch.linspace(0, 1, 64), "steps": torch.tensor([7])}
+    a, b = perturb_weights(state, seed=1), perturb_weights(state, seed=1)
+    assert torch.equal(a["w"], b["w"])  # reproducible
+    moved = (a["w"] - state["w"]).abs().mean()
+    assert 2 * state["w"].std() < moved < 8 * state["w"].std()
+    assert torch.equal(a["steps"], state["steps"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -256,3 +257,31 @@ def test_hang_fault_stops_progress_but_keeps_the_process_alive(tmp_path: Path) -
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_nan_fault_poisons_the_run_from_its_step_without_crashing_it(tmp_path: Path) -> None:
+    r = run_cli(tiny_overrides(tmp_path, fault__kind="nan", fault__at_step=3))
+    assert r.returncode == 0, r.stderr[-3000:]  # a diverged run keeps running: only its metrics say so
+    rows = {row["step"]: row for row in read_metrics(tmp_path) if "train/loss" in row}
+    assert all(math.isfinite(rows[s]["train/loss"]) for s in (1, 2))
+    assert all(math.isnan(rows[s]["train/loss"]) for s in (3, 4, 5))
+    assert all(math.isnan(rows[s]["train/grad_norm"]) for s in (3, 4, 5))
+    assert "fault injection" in r.stderr and "NaN" in r.stderr
+
+
+def test_reward_collapse_fault_zeroes_every_reward_from_its_step(tmp_path: Path) -> None:
+    r = run_cli(tiny_overrides(tmp_path, fault__kind="reward_collapse", fault__at_step=3))
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = {row["step"]: row for row in read_metrics(tmp_path) if "train/reward_mean" in row}
+    assert all(rows[s]["train/reward_mean"] == 0.0 for s in (3, 4, 5, 6))
+    assert all(rows[s]["train/zero_variance_group_frac"] == 1.0 for s in (3, 4, 5, 6))
+    assert rows[1]["train/reward_mean"] > 0
+
+
+def test_kl_blowup_fault_makes_generation_disagree_with_training(tmp_path: Path) -> None:
+    r = run_cli(tiny_overrides(tmp_path, fault__kind="kl_blowup", fault__at_step=2))
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = {row["step"]: row for row in read_metrics(tmp_path) if "train/token_mult_prob_error" in row}
+    assert rows[1]["train/token_mult_prob_error"] < 1.01 and rows[2]["train/token_mult_prob_error"] < 1.01
+    # step 2's sync handed the rollout workers perturbed weights: from step 3 on they sample from them
+    assert all(rows[s]["train/token_mult_prob_error"] > 1.2 for s in (3, 4, 5, 6))

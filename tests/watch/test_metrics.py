@@ -81,3 +81,10 @@ def test_rows_become_metric_events() -> None:
     evs = to_metric_events("r", 2, [row], now=0.0)
     got = {(e.tag, e.step, e.value, e.at) for e in evs}
     assert got == {("loss", 4, 0.5, 104.0), ("reward", 4, 0.25, 104.0)}
+
+
+def test_events_carry_shepherds_metric_names_for_the_rules() -> None:
+    row = parse_metrics_line(line(7, **{"train/reward_mean": 0.5, "train/loss": 0.1, "val/accuracy": 0.3}))
+    assert row is not None
+    tags = {e.tag for e in to_metric_events("r", 1, [row], now=0.0)}
+    assert tags == {"train:reward", "train:loss", "val:accuracy"}

@@ -150,10 +150,11 @@ class PolicyWorker:
                 with torch.no_grad(), autocast:
                     ref_logits = self.ref(part["input_ids"], part["attention_mask"])
                 ref_lp = grpo.token_logprobs(ref_logits[:, :-1], part["input_ids"][:, 1:], self.temperature)
+            advantages = faults.poison(part["advantages"]) if fault == "nan" else part["advantages"]
             loss, stats = grpo.clipped_pg_loss(
                 lp,
                 lp.detach(),
-                part["advantages"],
+                advantages,
                 part["response_mask"],
                 self.loss_cfg.ratio_clip_min,
                 self.loss_cfg.ratio_clip_max,

@@ -39,7 +39,10 @@ class RolloutWorker:
             faults.hang_forever()
         return self.backend.generate(prompts, seeds, max_new_tokens, greedy)
 
-    def update_weights(self, state: dict[str, torch.Tensor]) -> bool:
+    def update_weights(self, state: dict[str, torch.Tensor], perturb_seed: int | None = None) -> bool:
+        """Load the policy's weights; `perturb_seed` (the kl_blowup fault) perturbs them first."""
+        if perturb_seed is not None:
+            state = faults.perturb_weights(state, perturb_seed)
         self.backend.update_weights(state)
         return True
 

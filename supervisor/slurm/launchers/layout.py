@@ -25,6 +25,9 @@ LOG_DIR_RE = re.compile(r"^(?P<job>\d+)(?:-(?P<restart>\d+))?-logs$")
 DRIVER_EXITED = "driver exited with code"
 DRIVER_EXITED_RE = re.compile(r"driver exited with code (-?\d+)")
 STAMP_RE = re.compile(r"\[ray\.sub (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]")
+# Slurm's own messages (`slurmstepd-node3: error: ... OOM`, `srun: error: node3: task 5: Bus error`): in a
+# launcher's trace they are the only lines the rules read (see FileContract.output_is_trace).
+SLURM_MESSAGE_RE = re.compile(r"^(?:slurmstepd|srun|sbatch|salloc)(?:-[\w.-]+)?(?:\[\d+\])?: ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +38,23 @@ class FileContract:
       is NeMo RL #1019); NeMo RL's writes it only when the Ray bring-up failed (the job then exits 1).
     - `driver_exit_line`: the launcher logs `driver exited with code N` into Slurm's output file.
     - `output_is_trace`: Slurm's output file holds only the launcher's `set -x` trace, never the driver's
-      output (NeMo RL): rules need not read it for the driver's errors, but slurmstepd's lines land there.
+      output (NeMo RL): the rules read only Slurm's own messages there (`rule_text`). The trace also holds
+      what the launcher's probes print while Ray comes up (Ray's `Failed to connect to GCS` warnings from
+      `ray status`), which in a driver's log would be a real failure.
     """
 
     name: str
     ended: Literal["driver-exited", "bring-up-failed"]
     driver_exit_line: bool
     output_is_trace: bool
+
+
+def rule_text(contract: FileContract, is_output: bool, text: str) -> str:
+    """A line as the rules should see it: a launcher trace's non-Slurm lines are blanked (kept as empty lines
+    so line numbers in evidence stay true)."""
+    if is_output and contract.output_is_trace and not SLURM_MESSAGE_RE.match(text):
+        return ""
+    return text
 
 
 def output_file(base: Path, job_id: str) -> Path:

@@ -1,0 +1,268 @@
+"""Alerts say what was done: the message people get agrees with the decision actually carried out (resumed
+from step N, gave up because ..., held, alert only), whatever the rule's own text says about the cause.
+
+The real act/actions.py on a real SQLite store; Slurm, the scheduler and the notice outlets are recording
+fakes; the matches come from the real rules engine fed real shapes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from supervisor.act.actions import Actions
+from supervisor.domain.jobstate import JobState
+from supervisor.domain.notices import Notice
+from supervisor.domain.observations import MetricEvent, StateEvent
+from supervisor.domain.overrides import AttemptOverrides
+from supervisor.domain.runs import RunState
+from supervisor.rules.engine import Match, MatcherState, RuleSet, feed, load_ruleset
+from supervisor.rules.replay import replay_text
+from supervisor.settings import Settings
+from supervisor.slurm.parse import make_job_name
+from supervisor.store import Store
+
+NOW = 1_000_000.0
+
+
+class FakeSlurm:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    async def cancel(self, job_id: str) -> None:
+        self.calls.append(("cancel", job_id))
+
+    async def hold(self, job_id: str) -> None:
+        self.calls.append(("hold", job_id))
+
+    async def release(self, job_id: str) -> None:
+        self.calls.append(("release", job_id))
+
+    async def job_nodes(self, job_id: str) -> str:
+        return "node1"
+
+
+class FakeScheduler:
+    def __init__(self) -> None:
+        self.scheduled: list[tuple[str, float, AttemptOverrides]] = []
+
+    def schedule(self, run_id: str, *, at: float, overrides: AttemptOverrides, reason: str) -> None:
+        self.scheduled.append((run_id, at, overrides))
+
+    def wake(self) -> None:
+        pass
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.notices: list[Notice] = []
+        self.plots: list[tuple[str, str]] = []
+
+    def publish(self, notice: Notice) -> None:
+        self.notices.append(notice)
+
+    def publish_plot(self, run_id: str, png: str, title: str) -> None:
+        self.plots.append((png, title))
+
+
+class World:
+    """One run with one submitted attempt (job 77) and the parts Actions acts through."""
+
+    def __init__(self, tmp: Path, *, slurm_state: str = "RUNNING", **spec: Any) -> None:
+        self.ckpt = tmp / "ckpt"
+        self.ckpt.mkdir()
+        self.store = Store(tmp / "s.sqlite3", clock=lambda: NOW)
+        body = {
+            "name": "r1",
+            "command": ["true"],
+            "checkpoint": {"dir": str(self.ckpt), "metric": "val:accuracy"},
+            "resume": {"backoff_s": 0},
+            **spec,
+        }
+        self.store.create_run("r1", "r1", json.dumps(body), str(tmp / "r1.yaml"))
+        self.store.begin_attempt("r1", lambda n: make_job_name("r1", n), {})
+        self.store.attempt_submitted("r1", 1, "77")
+        self.store.observe_attempt("r1", 1, slurm_state=slurm_state, reason=None, nodes="node1", started=True)
+        self.store.set_run_state("r1", RunState.RUNNING if slurm_state == "RUNNING" else RunState.PENDING)
+        self.slurm, self.scheduler, self.sink = FakeSlurm(), FakeScheduler(), Sink()
+        settings = Settings(root=tmp / "root")
+        settings.ensure_dirs()
+        self.actions = Actions(self.store, self.slurm, self.scheduler, self.sink, settings, clock=lambda: NOW)
+
+    def checkpoint(self, step: int, accuracy: float) -> None:
+        d = self.ckpt / f"step_{step}"
+        d.mkdir()
+        (d / "training_info.json").write_text(json.dumps({"step": step, "val:accuracy": accuracy}))
+
+    def act(self, m: Match) -> Notice:
+        run = self.store.get_run("r1")
+        attempt = self.store.get_attempt("r1", 1)
+        assert run is not None and attempt is not None
+        anyio.run(self.actions.on_match, run, attempt, m)
+        (notice,) = self.sink.notices
+        return notice
+
+    @property
+    def state(self) -> RunState:
+        run = self.store.get_run("r1")
+        assert run is not None
+        return run.state
+
+
+def decided(rs: RuleSet, log: str) -> Match:
+    *_, m = [m for m in replay_text(rs, log, st=MatcherState(run_id="r1", attempt=1)) if not m.followup]
+    return m
+
+
+@pytest.fixture(scope="module")
+def rs() -> RuleSet:
+    return load_ruleset()
+
+
+def test_a_resume_says_the_step_it_resumes_from_and_the_attempt(tmp_path: Path, rs: RuleSet) -> None:
+    w = World(tmp_path)
+    w.checkpoint(10, 0.4)
+    w.checkpoint(20, 0.5)
+    notice = w.act(decided(rs, "[rank0]: torch.distributed.DistBackendError: NCCL error in: x.cpp:1970"))
+    ((_, _, overrides),) = w.scheduler.scheduled
+    assert overrides.checkpoint is not None and overrides.checkpoint.endswith("step_20")
+    assert notice.kind == "resumed"
+    assert notice.title.startswith("r1: NCCL failure: ")
+    assert notice.title.endswith("— resuming from step 20 as attempt 2")
+    assert ("cancel", "77") in w.slurm.calls
+
+
+def test_a_time_limit_without_budget_says_it_gave_up_not_that_the_chain_continues(
+    tmp_path: Path, rs: RuleSet
+) -> None:
+    w = World(tmp_path, resume={"backoff_s": 0, "max_attempts": 1})
+    st = MatcherState(run_id="r1", attempt=1)
+    (m,) = feed(rs, st, StateEvent("r1", 1, "77", JobState.TIMEOUT, at=NOW))
+    notice = w.act(m)
+    assert w.state == RunState.GAVE_UP and w.scheduler.scheduled == []
+    assert notice.kind == "gave_up" and notice.needs_human
+    assert notice.title.startswith("r1: time limit reached — gave up: retry budget spent")
+    assert "continu" not in notice.title and "resuming" not in notice.title
+
+
+def test_a_device_side_assert_gives_up_at_once_with_its_reason(tmp_path: Path, rs: RuleSet) -> None:
+    w = World(tmp_path)
+    w.checkpoint(10, 0.4)
+    m = decided(rs, "[rank1]: RuntimeError: CUDA error: device-side assert triggered")
+    notice = w.act(m)
+    assert w.state == RunState.GAVE_UP and w.scheduler.scheduled == []
+    assert "— gave up: a device-side assert is a data or indexing bug" in notice.title
+
+
+HOLD_RULES = """
+rules:
+  - name: hold-on-reservation
+    description: the job waits for a reservation that will not come
+    retryable: false
+    trigger: {kind: log, regex: "ReservationDeleted"}
+    actions: [hold, {alert: {level: warning, message: "{run}: its reservation was deleted"}}]
+"""
+
+
+@pytest.mark.parametrize(("slurm_state", "said"), [("PENDING", "— held job 77"), ("RUNNING", "— not held")])
+def test_a_hold_says_whether_it_held(tmp_path: Path, slurm_state: str, said: str) -> None:
+    rules = tmp_path / "hold.yaml"
+    rules.write_text(HOLD_RULES)
+    w = World(tmp_path, slurm_state=slurm_state)
+    notice = w.act(decided(load_ruleset([rules]), "slurm says: ReservationDeleted"))
+    assert notice.title.startswith("r1: its reservation was deleted")
+    assert said in notice.title
+    if slurm_state == "PENDING":
+        assert w.state == RunState.HELD and ("hold", "77") in w.slurm.calls
+    else:
+        assert w.state == RunState.RUNNING and w.slurm.calls == []
+        assert notice.title.endswith("alert only: nothing was changed")
+
+
+def test_an_alert_only_rule_says_nothing_was_changed(tmp_path: Path, rs: RuleSet) -> None:
+    w = World(tmp_path, slurm_state="PENDING")
+    st = MatcherState(run_id="r1", attempt=1)
+    feed(rs, st, StateEvent("r1", 1, "77", JobState.PENDING, reason="QOSMaxGRESPerUser", at=NOW))
+    (m,) = feed(
+        rs, st, StateEvent("r1", 1, "77", JobState.PENDING, reason="QOSMaxGRESPerUser", at=NOW + 3600)
+    )
+    notice = w.act(m)
+    assert notice.kind == "alert"
+    assert notice.title.startswith("r1: still pending: ") and "reason QOSMaxGRESPerUser" in notice.title
+    assert notice.title.endswith("— alert only: nothing was changed")
+    assert w.state == RunState.PENDING and w.scheduler.scheduled == [] and w.slurm.calls == []
+
+
+def test_a_nan_rolls_back_to_the_best_checkpoint_before_the_divergence(tmp_path: Path, rs: RuleSet) -> None:
+    w = World(tmp_path)
+    w.checkpoint(2, 0.5)
+    w.checkpoint(4, 0.7)  # the best before the divergence
+    w.checkpoint(3, 0.6)
+    w.checkpoint(6, 0.9)  # saved after it went bad (its accuracy means nothing), and the newest
+    st = MatcherState(run_id="r1", attempt=1)
+    out: list[Match] = []
+    for step, loss in [(1, 0.9), (2, 0.7), (3, 0.6), (4, 0.55), (5, math.nan)]:
+        out += feed(rs, st, MetricEvent("r1", 1, "train:loss", step, loss, at=NOW))
+    (m,) = out
+    notice = w.act(m)
+    ((_, _, overrides),) = w.scheduler.scheduled
+    assert overrides.checkpoint is not None and Path(overrides.checkpoint).name == "step_4"
+    assert notice.title.startswith("r1: training diverged: train:loss = nan at step 5")
+    assert notice.title.endswith("— resuming from step 4 as attempt 2")
+    assert notice.excerpt is not None and "step 4: train:loss = 0.55" in notice.excerpt  # the history
+
+
+def test_a_nan_with_nothing_saved_before_it_gives_up_instead_of_resuming_a_bad_checkpoint(
+    tmp_path: Path, rs: RuleSet
+) -> None:
+    w = World(tmp_path)
+    w.checkpoint(6, 0.9)
+    st = MatcherState(run_id="r1", attempt=1)
+    (m,) = feed(rs, st, MetricEvent("r1", 1, "train:loss", 5, math.inf, at=NOW))
+    notice = w.act(m)
+    assert w.state == RunState.GAVE_UP and w.scheduler.scheduled == []
+    assert "— gave up: nan-loss at step 5: cannot roll back (no complete checkpoint before step 5)" in (
+        notice.title
+    )
+
+
+def test_a_nan_seen_first_in_the_log_rolls_back_before_the_step_the_metrics_name(
+    tmp_path: Path, rs: RuleSet
+) -> None:
+    logs = tmp_path / "logs"
+    (logs / "exp_001").mkdir(parents=True)
+    rows = [{"step": s, "train/loss": v} for s, v in [(1, 0.9), (2, 0.7), (3, 0.6), (4, 0.5), (5, math.nan)]]
+    (logs / "exp_001" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    w = World(tmp_path, trainer_log_dir=str(logs))
+    w.checkpoint(4, 0.7)
+    w.checkpoint(6, 0.9)  # after the divergence: must not be chosen though it ranks best
+    m = decided(rs, "2026-11-23 23:53:22 [info     ] Step 5/44   train/grad_norm=nan train/loss=nan")
+    assert m.rule == "nan-loss" and m.evidence.step is None  # a log line names no step
+    notice = w.act(m)
+    ((_, _, overrides),) = w.scheduler.scheduled
+    assert overrides.checkpoint is not None and Path(overrides.checkpoint).name == "step_4"
+    assert notice.title.endswith("— resuming from step 4 as attempt 2")
+
+
+def test_a_validation_regression_alerts_naming_the_best_checkpoint_and_changes_nothing(
+    tmp_path: Path, rs: RuleSet
+) -> None:
+    w = World(tmp_path)
+    w.checkpoint(10, 0.55)
+    w.checkpoint(20, 0.71)  # the best
+    w.checkpoint(30, 0.52)
+    st = MatcherState(run_id="r1", attempt=1)
+    out: list[Match] = []
+    for step, acc in [(10, 0.55), (20, 0.71), (30, 0.52), (40, 0.50)]:
+        out += feed(rs, st, MetricEvent("r1", 1, "val:accuracy", step, acc, at=NOW))
+    (m,) = out
+    notice = w.act(m)
+    assert notice.kind == "alert" and w.state == RunState.RUNNING and w.scheduler.scheduled == []
+    assert "validation regressed" in notice.title and "from its best 0.71" in notice.title
+    assert "the best checkpoint to resume from is step_20 (val:accuracy 0.71)" in notice.title
+    assert notice.title.endswith("— alert only: nothing was changed")

@@ -1,0 +1,96 @@
+"""The real failure-log corpus (tests/data/failure-logs/) read once, replayed through the production path and
+scored, so the corpus test and the recall benchmark count hits and misses the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from supervisor.rules.engine import RuleSet
+from supervisor.rules.replay import owner, replay
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "failure-logs"
+BENIGN = "benign"
+
+
+@dataclass(frozen=True, slots=True)
+class Excerpt:
+    """One index.yaml entry: the file, where it was pasted, and the rule that should own it (or benign)."""
+
+    file: str
+    source: str
+    label: str
+    retryable: bool
+    note: str
+    expected_miss: str | None = None  # why the rules cannot tell from the text alone (documented misses)
+
+    @property
+    def path(self) -> Path:
+        return CORPUS / self.file
+
+    @property
+    def failure(self) -> bool:
+        return self.label != BENIGN
+
+
+def load() -> list[Excerpt]:
+    entries = yaml.safe_load((CORPUS / "index.yaml").read_text(encoding="utf-8"))
+    return [
+        Excerpt(
+            file=e["file"],
+            source=e["source"],
+            label=e["label"],
+            retryable=bool(e["retryable"]),
+            note=str(e.get("note") or ""),
+            expected_miss=e.get("expected_miss"),
+        )
+        for e in entries
+    ]
+
+
+def verdict(rs: RuleSet, ex: Excerpt) -> str | None:
+    """The rule that owns the excerpt's incident after a replay through watch/lines.py and the engine."""
+    return owner(replay(rs, ex.path))
+
+
+def is_hit(ex: Excerpt, got: str | None) -> bool:
+    """A failure counts when its own rule owns the incident; a benign excerpt when no rule decided at all."""
+    return got is None if not ex.failure else got == ex.label
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    per_class: dict[str, tuple[int, int]]  # label -> (hits, total), benign included
+    misses: list[tuple[Excerpt, str | None]]
+
+    @property
+    def failures(self) -> tuple[int, int]:
+        hits = sum(h for label, (h, _) in self.per_class.items() if label != BENIGN)
+        total = sum(t for label, (_, t) in self.per_class.items() if label != BENIGN)
+        return hits, total
+
+    @property
+    def recall(self) -> float:
+        hits, total = self.failures
+        return hits / total if total else 0.0
+
+    @property
+    def benign_fired(self) -> int:
+        hits, total = self.per_class.get(BENIGN, (0, 0))
+        return total - hits
+
+
+def score(rs: RuleSet, excerpts: Iterable[Excerpt]) -> Score:
+    per_class: dict[str, tuple[int, int]] = {}
+    misses = []
+    for ex in excerpts:
+        got = verdict(rs, ex)
+        hit = is_hit(ex, got)
+        h, t = per_class.get(ex.label, (0, 0))
+        per_class[ex.label] = (h + int(hit), t + 1)
+        if not hit:
+            misses.append((ex, got))
+    return Score(dict(sorted(per_class.items())), misses)

@@ -1,9 +1,8 @@
-"""Rules compiled once for every run's matcher: regexes, prefilter literals (Hyperscan or gated
-`bytes.find`), and the priority order in which rules own an event."""
+"""Rules compiled once for every run's matcher: regexes (in RE2, linear time: `regex.py`), prefilter
+literals (Hyperscan or gated `bytes.find`), and the priority order in which rules own an event."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -23,6 +22,7 @@ from supervisor.rules.model import (
     StalledTrigger,
     StateTrigger,
 )
+from supervisor.rules.regex import Pattern, compile_regex
 from supervisor.rules.state import TRACEBACK_MARK
 from supervisor.rules.stepd import STEPD_CANCEL_RE, STEPD_LITERALS, STEPD_OOM_RE
 
@@ -31,10 +31,11 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class CompiledLog:
-    regex: re.Pattern[str]
-    exclude: re.Pattern[str] | None
+    regex: Pattern  # RE2, `^`/`$` at every line; matched on UTF-8 bytes
+    exclude: Pattern | None
     sources: tuple[str, ...]
     literals: tuple[str, ...] | None  # None: no prefilter possible, always run the regex
+    source_pattern: str = ""  # the regex as written in the rules file
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +44,8 @@ class CompiledRule:
     order: int
     logs: tuple[CompiledLog, ...]
     states: tuple[StateTrigger, ...]
-    state_reasons: tuple[re.Pattern[str] | None, ...]
-    pending: tuple[tuple[PendingTrigger, re.Pattern[str]], ...]
+    state_reasons: tuple[Pattern | None, ...]
+    pending: tuple[tuple[PendingTrigger, Pattern], ...]
     stalled: tuple[StalledTrigger, ...]
     missing: tuple[MissingTrigger, ...]
     metrics: tuple[MetricTrigger, ...]
@@ -101,7 +102,7 @@ class RuleSet:
 
     def patterns(self) -> list[str]:
         """Every log regex and the slurmstepd patterns: what `grep -E -f` gets in the benchmark."""
-        out = [lg.regex.pattern for r in self.rules for lg in r.logs]
+        out = [lg.source_pattern for r in self.rules for lg in r.logs]
         out += [STEPD_CANCEL_RE.pattern, STEPD_OOM_RE.pattern]
         return out
 
@@ -118,10 +119,11 @@ def compile_rules(rules: Sequence[Rule], incident_window_s: float = 600.0) -> Ru
                 lits = t.literals if t.literals is not None else derive_literals(t.regex)
                 logs.append(
                     CompiledLog(
-                        regex=re.compile(t.regex, re.MULTILINE),
-                        exclude=re.compile(t.exclude) if t.exclude else None,
+                        regex=compile_regex(t.regex, multiline=True),
+                        exclude=compile_regex(t.exclude) if t.exclude else None,
                         sources=tuple(t.sources),
                         literals=tuple(lits) if lits else None,
+                        source_pattern=t.regex,
                     )
                 )
         states = tuple(t for t in trig if isinstance(t, StateTrigger))
@@ -131,8 +133,8 @@ def compile_rules(rules: Sequence[Rule], incident_window_s: float = 600.0) -> Ru
                 order=order,
                 logs=tuple(logs),
                 states=states,
-                state_reasons=tuple(re.compile(s.reason) if s.reason else None for s in states),
-                pending=tuple((t, re.compile(t.reason)) for t in trig if isinstance(t, PendingTrigger)),
+                state_reasons=tuple(compile_regex(s.reason) if s.reason else None for s in states),
+                pending=tuple((t, compile_regex(t.reason)) for t in trig if isinstance(t, PendingTrigger)),
                 stalled=tuple(t for t in trig if isinstance(t, StalledTrigger)),
                 missing=tuple(t for t in trig if isinstance(t, MissingTrigger)),
                 metrics=tuple(t for t in trig if isinstance(t, MetricTrigger)),

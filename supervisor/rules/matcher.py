@@ -21,14 +21,14 @@ on the returned `Match` values. Design points, each from real failure logs:
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.observations import Event, LogEvent, MetricEvent, ProgressEvent, StateEvent, Tick
-from supervisor.rules.compiled import CompiledRule, RuleSet
+from supervisor.rules.compiled import CompiledLog, CompiledRule, RuleSet
+from supervisor.rules.regex import compile_regex
 from supervisor.rules.state import (
     TRACEBACK_MARK,
     Evidence,
@@ -46,10 +46,14 @@ _CHAIN_MARKS = (
     "The above exception was the direct cause of the following exception:",
 )
 MAX_TRACEBACK_LINES = 400
+# A traceback is matched as one text by every rule each time an exception line completes it: its size bounds
+# that work (400 lines of 64 KiB each would be 25 MiB per rule per evaluation).
+MAX_TRACEBACK_CHARS = 256 * 1024
 MAX_EVIDENCE_LINES = 60
 TRACEBACK_IDLE_S = 2.0
 # What may stand in front of "Traceback" and in front of each of its lines: stacked Ray/rank/host prefixes.
-_PREFIX_RE = re.compile(r"(?:(?:\[rank\d+\]:|\[[\w .-]+\]:|[\w.-]+:|\([^()]*(?:\([^()]*\)[^()]*)*\))\s*)+")
+# In RE2: under Python's re the `[rank1]:` alternatives overlapped and `[rank1]:` x 30 + `!` took minutes.
+_PREFIX_RE = compile_regex(r"(?:(?:\[[\w .-]+\]:|[\w.-]+:|\([^()]*(?:\([^()]*\)[^()]*)*\))\s*)+")
 
 
 def _emit(
@@ -124,21 +128,22 @@ def _eval_log_event(
     """One log event (a line or a grouped traceback) -> at most one rule, the highest priority one."""
     text = lines[0] if len(lines) == 1 else "\n".join(lines)
     pseudo = stepd_state(text) if len(lines) == 1 else None
+    data: bytes | None = None  # the text as UTF-8, made once: RE2 works on bytes
     for cr in rs.log_rules_for(source):
         for lg in cr.logs:
             if lg.sources and not any(fnmatchcase(source, g) for g in lg.sources):
                 continue
             if lg.literals is not None and not any(lit in text for lit in lg.literals):
                 continue
-            for m in lg.regex.finditer(text):
-                ls = text.rfind("\n", 0, m.start()) + 1
-                le = text.find("\n", m.end())
-                holder = text[ls : le if le >= 0 else len(text)]
-                if lg.exclude is not None and lg.exclude.search(holder):
-                    continue
+            if data is None:
+                data = text.encode("utf-8", "surrogatepass")
+            found = _first_match(lg, data)
+            if found is not None:
                 if not _conditions_ok(cr, st, at):
-                    break
-                idx = text.count("\n", 0, m.start())
+                    continue
+                m, holder_b = found
+                holder = holder_b.decode("utf-8", "surrogatepass")
+                idx = data.count(b"\n", 0, m.start())
                 contiguous = line_nos is None or line_nos[-1] - line_nos[0] == len(line_nos) - 1
                 ev = Evidence(
                     source=source,
@@ -151,11 +156,12 @@ def _eval_log_event(
                 )
                 g = cr.rule.signature_group
                 try:
-                    key = m.group(g) if g is not None else m.group(0)
+                    key_b = m.group(g) if g is not None else m.group(0)
                 except IndexError:  # a group the regex does not have: fall back to the whole match
-                    key = m.group(0)
+                    key_b = m.group(0)
+                key = (key_b or m.group(0)).decode("utf-8", "surrogatepass")
                 reason = f"{cr.rule.description or cr.name}: {holder.strip()[:300]}"
-                return _emit(rs, st, cr, at, ev, key or m.group(0), reason, find_node(text, st.nodes))
+                return _emit(rs, st, cr, at, ev, key, reason, find_node(text, st.nodes))
         if pseudo is not None and cr.states:
             pstate, pnode = pseudo
             for t, rx in zip(cr.states, cr.state_reasons, strict=True):
@@ -172,6 +178,29 @@ def _eval_log_event(
                     reason = f"{cr.rule.description or cr.name}: {text.strip()[:300]}"
                     return _emit(rs, st, cr, at, ev, pstate.value, reason, pnode or find_node(text, st.nodes))
     return []
+
+
+def _first_match(lg: CompiledLog, data: bytes) -> tuple[Any, bytes] | None:
+    """The first match of `lg` whose line `exclude` does not veto, with that line; None if there is none.
+
+    After a vetoed match the search resumes past its line: the veto holds for every match in that line, and
+    resuming right after the match would run `exclude` again over the same line once per match (quadratic
+    in a long line full of matches).
+    """
+    pos = 0
+    n = len(data)
+    while pos <= n:
+        m = lg.regex.search(data, pos)
+        if m is None:
+            return None
+        ls = data.rfind(b"\n", 0, m.start()) + 1
+        le = data.find(b"\n", m.end())
+        le = n if le < 0 else le
+        holder = data[ls:le]
+        if lg.exclude is None or lg.exclude.search(holder) is None:
+            return m, holder
+        pos = le + 1
+    return None
 
 
 def _cap(lines: Sequence[str]) -> tuple[str, ...]:
@@ -204,7 +233,7 @@ def _tb_feed(tb: Traceback, line: str, line_no: int, at: float) -> tuple[int, bo
         body = line
     stripped = body.strip()
     indented = body[:1] in (" ", "\t")
-    if len(tb.lines) >= MAX_TRACEBACK_LINES:
+    if len(tb.lines) >= MAX_TRACEBACK_LINES or sum(map(len, tb.lines)) + len(line) > MAX_TRACEBACK_CHARS:
         return _CLOSED, False
     if TRACEBACK_MARK in body or stripped in _CHAIN_MARKS:
         tb.lines.extend([""] * tb.blank_pending)
@@ -340,7 +369,7 @@ def candidate_positions(rs: RuleSet, data: bytes, *, use_hyperscan: bool | None 
     for r in rs.unfiltered:
         for lg in r.logs:
             if lg.literals is None:
-                hits.extend(m.start() for m in re.finditer(lg.regex.pattern.encode(), data, re.MULTILINE))
+                hits.extend(m.start() for m in lg.regex.finditer(data))
     hits.sort()
     return hits
 

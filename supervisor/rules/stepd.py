@@ -3,14 +3,15 @@ Slurm had reported the state: so replaying a log shows time limits, preemptions 
 
 from __future__ import annotations
 
-import re
-
 from supervisor.domain.jobstate import JobState
+from supervisor.rules.regex import compile_regex
 
-STEPD_CANCEL_RE = re.compile(
+# In RE2 like the rules: under Python's re the lazy reason followed by `\s*$` was quadratic in a line of
+# spaces after `DUE TO`.
+STEPD_CANCEL_RE = compile_regex(
     r"\*\*\* (?:JOB|STEP) (\S+) ON (\S+) CANCELLED AT (\S+)(?: DUE TO ([A-Z][A-Z ]*?))?(?: \*\*\*|\s*$)"
 )
-STEPD_OOM_RE = re.compile(
+STEPD_OOM_RE = compile_regex(
     r"oom_kill event in StepId=|oom-kill event\(s\) in step|Detected \d+ oom[-_]kill event"
 )
 STEPD_LITERALS = ("CANCELLED AT", "oom_kill event", "oom-kill event")

@@ -82,6 +82,40 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
+def _check_nesting(text: str) -> None:
+    """Refuse nesting deeper than `MAX_YAML_DEPTH` before PyYAML's Python scanner sees the text.
+
+    That scanner keeps one "possible simple key" per open flow collection and re-checks all of them for every
+    token it scans ahead, so a line of a thousand `[` cost seconds before the composer's own depth check
+    could stop it. LibYAML's C parser (bundled with PyYAML's wheels) streams the events in microseconds;
+    without it the composer's check still holds, only slower.
+    """
+    if not yaml.__with_libyaml__:
+        return
+    depth = 0
+    events = 0
+    for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+        events += 1
+        if isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise yaml.MarkedYAMLError(
+                    problem=f"nested deeper than {MAX_YAML_DEPTH} levels", problem_mark=_mark(event)
+                )
+        elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+            depth -= 1
+        if events > 4 * MAX_YAML_NODES:
+            raise yaml.MarkedYAMLError(
+                problem=f"more than {MAX_YAML_NODES} values", problem_mark=_mark(event)
+            )
+
+
+def _mark(event: yaml.Event) -> yaml.Mark:
+    """A pure-Python mark (line and column) for an event from LibYAML's parser."""
+    m = event.start_mark
+    return yaml.Mark("", 0, m.line if m else 0, m.column if m else 0, None, 0)
+
+
 def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [n for pair in node.value for n in pair]
@@ -151,8 +185,10 @@ def _nearest_line(lines: dict[tuple[str | int, ...], int], loc: Iterable[str | i
 
 def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
     """Parse one bounded YAML document; syntax errors and bounds become a located `YamlDocumentError`."""
-    loader = _BoundedLoader(text)
+    loader: _BoundedLoader | None = None
     try:
+        _check_nesting(text)
+        loader = _BoundedLoader(text)
         node = loader.get_single_node()
         if node is not None:
             problem = _check_expansion(node)
@@ -170,7 +206,8 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], i
         # (ValueError), `!!timestamp 99999-01-01` (AttributeError), `!!binary` of bad base64 (TypeError)
         raise YamlDocumentError([FieldError(file, None, "", f"invalid YAML value: {exc}")]) from exc
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     lines: dict[tuple[str | int, ...], int] = {}
     if node is not None:
         _line_map(node, (), lines)

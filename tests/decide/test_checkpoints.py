@@ -92,3 +92,26 @@ def test_real_directory_listing(tmp_path: Path) -> None:
     latest, _ = choose_in_dir(tmp_path, "latest")
     assert latest.checkpoint is not None and latest.checkpoint.name == "step_20"
     assert list_checkpoint_dir(tmp_path / "nope") == []
+
+
+def test_a_hostile_training_info_makes_its_checkpoint_incomplete_not_a_crash(tmp_path: Path) -> None:
+    import os
+
+    for name, content in [
+        ("step_1", b"[" * 100_000 + b"]" * 100_000),  # nested past the decoder's recursion
+        ("step_2", b'{"a": ' + b"1" * 10_000 + b"}"),  # an int too long to convert
+        ("step_3", b'{"pad": "' + b"x" * (2 << 20) + b'"}'),  # over the size bound
+        ("step_5", b'{"val:accuracy": 0.5}'),
+    ]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "training_info.json").write_bytes(content)
+    (tmp_path / "step_4").mkdir()
+    os.mkfifo(tmp_path / "step_4" / "training_info.json")  # would block a plain open()
+    listing = list_checkpoint_dir(tmp_path)
+    assert [(name, complete) for name, _info, complete in listing] == [
+        ("step_1", False),
+        ("step_2", False),
+        ("step_3", False),
+        ("step_4", False),
+        ("step_5", True),
+    ]

@@ -97,3 +97,14 @@ def test_every_recorded_squeue_and_sacct_file_parses_without_problems() -> None:
         assert problems == [], f
         checked += 1
     assert checked > 0
+
+
+def test_an_overlong_slurm_line_is_reported_not_split() -> None:
+    from supervisor.slurm.parse import MAX_LINE_CHARS
+
+    long_line = "1|shep-x-a1|RUNNING|None|" + "c" * MAX_LINE_CHARS + "|n1|now|0:01|1:00"
+    jobs, problems = parse_squeue(long_line + "\n")
+    assert jobs == []
+    assert "characters (limit" in problems[0].reason and len(problems[0].line) <= 200
+    jobs, problems = parse_sacct(long_line + "|x|y|z|w\n")
+    assert jobs == [] and problems

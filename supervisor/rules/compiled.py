@@ -71,6 +71,8 @@ class RuleSet:
     literal_bytes: tuple[bytes, ...] = ()
     gates: tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...] = ()  # pure-Python prefilter plan
     _per_source: dict[str, tuple[CompiledRule, ...]] = field(default_factory=dict)
+    # rules whose regex went over its CPU budget on one event (matcher.py): name -> why; not run again
+    quarantined: dict[str, str] = field(default_factory=dict)
     _hs: Any = None
     _hs_tried: bool = False
 

@@ -23,7 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
+from time import thread_time
 from typing import Any
+
+import structlog
 
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.observations import Event, LogEvent, MetricEvent, ProgressEvent, StateEvent, Tick
@@ -41,6 +44,8 @@ from supervisor.rules.state import (
 )
 from supervisor.rules.stepd import stepd_state
 
+log = structlog.get_logger(__name__)
+
 _CHAIN_MARKS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -50,6 +55,12 @@ MAX_TRACEBACK_LINES = 400
 # that work (400 lines of 64 KiB each would be 25 MiB per rule per evaluation).
 MAX_TRACEBACK_CHARS = 256 * 1024
 MAX_EVIDENCE_LINES = 60
+# RE2 matches in linear time, but the constant depends on the pattern: a counted repeat of a class after a
+# common character (`a[ab]{200}x`) defeats its DFA cache and runs at ~100 KB/s. A rule whose regex spends
+# more CPU than this on one event (a line, a traceback, a 256 KiB slice of a chunk) is quarantined: logged
+# as an error with the reason and not run again by this rule set (a reload brings it back, fixed or not).
+REGEX_CPU_BUDGET_S = 0.1
+UNFILTERED_SLICE = 256 * 1024
 TRACEBACK_IDLE_S = 2.0
 # What may stand in front of "Traceback" and in front of each of its lines: stacked Ray/rank/host prefixes.
 # In RE2: under Python's re the `[rank1]:` alternatives overlapped and `[rank1]:` x 30 + `!` took minutes.
@@ -135,9 +146,13 @@ def _eval_log_event(
                 continue
             if lg.literals is not None and not any(lit in text for lit in lg.literals):
                 continue
+            if cr.name in rs.quarantined:
+                break
             if data is None:
                 data = text.encode("utf-8", "surrogatepass")
+            t0 = thread_time()
             found = _first_match(lg, data)
+            _charge(rs, cr, source, len(data), thread_time() - t0)
             if found is not None:
                 if not _conditions_ok(cr, st, at):
                     continue
@@ -201,6 +216,18 @@ def _first_match(lg: CompiledLog, data: bytes) -> tuple[Any, bytes] | None:
             return m, holder
         pos = le + 1
     return None
+
+
+def _charge(rs: RuleSet, cr: CompiledRule, source: str, size: int, spent: float) -> None:
+    """Quarantine `cr` if its regex went over `REGEX_CPU_BUDGET_S` on `size` bytes of one event."""
+    if spent <= REGEX_CPU_BUDGET_S or cr.name in rs.quarantined:
+        return
+    why = (
+        f"its regex used {spent:.2f} s of CPU on {size} bytes of {source} (budget {REGEX_CPU_BUDGET_S} s); "
+        "RE2 runs it in linear time, but counted repeats of character classes make that slow: simplify it"
+    )
+    rs.quarantined[cr.name] = why
+    log.error("rule quarantined: it is no longer matched", rule=cr.name, reason=why)
 
 
 def _cap(lines: Sequence[str]) -> tuple[str, ...]:
@@ -368,9 +395,24 @@ def candidate_positions(rs: RuleSet, data: bytes, *, use_hyperscan: bool | None 
     hits = _hits_hyperscan(rs, data) if use_hs else _hits_python(rs, data)
     for r in rs.unfiltered:
         for lg in r.logs:
-            if lg.literals is None:
-                hits.extend(m.start() for m in lg.regex.finditer(data))
+            if lg.literals is None and r.name not in rs.quarantined:
+                hits.extend(_unfiltered_hits(rs, r, lg, data))
     hits.sort()
+    return hits
+
+
+def _unfiltered_hits(rs: RuleSet, cr: CompiledRule, lg: CompiledLog, data: bytes) -> list[int]:
+    """Where a regex without prefilter literals matches, searched in line-aligned slices so that its CPU
+    budget is checked between slices rather than after a whole multi-megabyte chunk."""
+    hits: list[int] = []
+    start, n = 0, len(data)
+    while start < n and cr.name not in rs.quarantined:
+        end = data.find(b"\n", min(n, start + UNFILTERED_SLICE))
+        end = n if end < 0 else end + 1
+        t0 = thread_time()
+        hits.extend(m.start() for m in lg.regex.finditer(data, start, end))
+        _charge(rs, cr, "a chunk", end - start, thread_time() - t0)
+        start = end
     return hits
 
 

@@ -562,14 +562,19 @@ class TensorBoardWatcher:
             self.readers[key] = reader
         return reader
 
-    def read(self, rescan: bool = True) -> list[Scalar]:
-        """New scalars of every event file; `rescan=False` reads the files found by the last listing."""
+    def read(self, rescan: bool = True, budget_bytes: int = 64 * 1024 * 1024) -> list[Scalar]:
+        """New scalars of every event file; `rescan=False` reads the files found by the last listing.
+
+        At most about `budget_bytes` are decoded per call (the daemon calls on every tick): a backlog of
+        gigabytes is caught up over several ticks instead of holding the event loop for minutes.
+        """
         if rescan or self._files is None:
             self._files = find_event_files(self.log_dir)
         out: list[Scalar] = []
+        spent = 0
         for path in self._files:
             reader = self._reader(path)
-            while True:  # each read is bounded: go on while it advances
+            while spent < budget_bytes:  # each read is bounded: go on while it advances, within the budget
                 before = reader.offset
                 try:
                     res = reader.read()
@@ -577,6 +582,7 @@ class TensorBoardWatcher:
                     log.warning("could not read tensorboard event file", path=str(path), error=str(exc))
                     break
                 out.extend(res.scalars)
+                spent += max(0, res.offset - before)
                 if res.offset == before or res.problem == "missing":
                     break
         return out

@@ -126,3 +126,20 @@ def test_a_long_line_full_of_excluded_matches_is_skipped_once() -> None:
     noisy = "CUDA out of memory warning " * 2400  # 2,400 matches, each vetoed by the same line
     assert scan_text(rs, st, noisy + "\n", "log") == []
     assert [m.rule for m in scan_text(rs, st, "CUDA out of memory\n", "log", 2)] == ["mine"]
+
+
+def test_a_regex_over_its_cpu_budget_is_quarantined_and_the_other_rules_go_on() -> None:
+    import random
+
+    text = rules_text("a[ab]{200}x") + (
+        "  - name: oom\n    trigger:\n      kind: log\n      regex: CUDA out of memory\n"
+        "    actions: [cancel]\n"
+    )
+    rs = compile_rules(load_rules_text(text, "r.yaml").rules)
+    rng = random.Random(7)
+    slow_line = "".join(rng.choice("ab") for _ in range(256 * 1024))  # ~1 s of RE2 DFA-cache misses
+    st = MatcherState(run_id="r")
+    assert scan_text(rs, st, slow_line + "\n", "log") == []
+    assert "mine" in rs.quarantined and "CPU" in rs.quarantined["mine"]
+    got = scan_text(rs, st, slow_line + "x\nCUDA out of memory\n", "log", 2)
+    assert [m.rule for m in got] == ["oom"]  # the quarantined rule is not run again; the others are

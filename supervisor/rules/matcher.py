@@ -410,7 +410,14 @@ def _unfiltered_hits(rs: RuleSet, cr: CompiledRule, lg: CompiledLog, data: bytes
         end = data.find(b"\n", min(n, start + UNFILTERED_SLICE))
         end = n if end < 0 else end + 1
         t0 = thread_time()
-        hits.extend(m.start() for m in lg.regex.finditer(data, start, end))
+        pos = start
+        while pos < end:  # one hit per line is all the caller needs: not one Python object per match
+            m = lg.regex.search(data, pos, end)
+            if m is None:
+                break
+            hits.append(m.start())
+            nl = data.find(b"\n", m.end() if m.end() > m.start() else m.start())
+            pos = end if nl < 0 else nl + 1
         _charge(rs, cr, "a chunk", end - start, thread_time() - t0)
         start = end
     return hits

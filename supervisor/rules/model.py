@@ -92,9 +92,14 @@ class LogTrigger(_Strict):
         description="prefilter: every match contains one of these; derived from the regex when omitted",
     )
 
-    @field_validator("regex", "exclude")
+    @field_validator("regex")
     @classmethod
-    def _regex(cls, v: str | None) -> str | None:
+    def _regex(cls, v: str) -> str:
+        return check_regex(v, may_match_empty=False)  # one that matches "" would fire on every line
+
+    @field_validator("exclude")
+    @classmethod
+    def _exclude(cls, v: str | None) -> str | None:
         return v if v is None else _check_regex(v)
 
     @field_validator("literals")

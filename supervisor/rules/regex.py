@@ -17,6 +17,9 @@ from typing import Any
 import re2  # type: ignore[import-untyped]
 
 MAX_REGEX_CHARS = 4096  # the longest default rule regex is ~400 characters
+# RE2's compiled size in instructions: what its NFA steps through per byte when the DFA gives up. The default
+# rules' largest is ~430.
+MAX_PROGRAM_SIZE = 2000
 REGEX_MAX_MEM = (
     4 << 20
 )  # RE2's per-regex budget for its program and DFA cache (past it: slower NFA, still linear)
@@ -136,15 +139,23 @@ def compile_regex(pattern: str, *, multiline: bool = False) -> Pattern:
     if "\x00" in pattern:
         raise ValueError("regex must not contain NUL characters")
     try:
-        return re2.compile(f"(?m){pattern}" if multiline else pattern, _OPTIONS)
+        compiled = re2.compile(f"(?m){pattern}" if multiline else pattern, _OPTIONS)
     except re2.error as exc:
         raise ValueError(f"invalid regex: {why_refused(pattern, str(exc))}") from exc
+    if compiled.programsize > MAX_PROGRAM_SIZE:
+        raise ValueError(
+            f"invalid regex: too complex to match quickly (RE2 program of {compiled.programsize} "
+            f"instructions, limit {MAX_PROGRAM_SIZE}): split it into several rules or shorten it"
+        )
+    return compiled
 
 
-def check_regex(pattern: str) -> str:
+def check_regex(pattern: str, *, may_match_empty: bool = True) -> str:
     """Validate a rule regex (model field validator): it must compile in RE2, within the bounds above, and
     be able to match something."""
-    compile_regex(pattern, multiline=True)
+    compiled = compile_regex(pattern, multiline=True)
+    if not may_match_empty and compiled.search(b"") is not None:
+        raise ValueError("invalid regex: it matches the empty string, so it would fire on every line")
     why = never_matches(pattern)
     if why is not None:
         raise ValueError(f"invalid regex: {why}")

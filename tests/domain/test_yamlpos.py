@@ -65,3 +65,9 @@ def test_anchors_and_merge_keys_used_normally_still_load() -> None:
     assert data["slurm"] == {"mem": "16G", "time": "1:00:00", "nodes": 2}
     assert data["more"] == ["x", "y"]
     assert lines[("slurm", "nodes")] == 4
+
+
+def test_a_control_character_is_a_located_error() -> None:
+    # found by bench/fuzz.py: PyYAML's reader raised ReaderError from the loader's constructor, uncaught
+    _line, reason = refusal("\x8dn")
+    assert "invalid YAML" in reason and "unacceptable character" in reason

@@ -87,6 +87,20 @@ def test_exclude_and_reason_regexes_are_held_to_the_same_engine() -> None:
     assert "backreferences" in exc2.value.errors[0].reason
 
 
+@pytest.mark.parametrize(
+    ("regex", "reason"),
+    [
+        ("\n?", "matches the empty string"),  # found by bench/fuzz.py: a hit at every byte of every chunk
+        ("x*", "matches the empty string"),
+        ("(x+x+)+y$" * 400, "too complex to match quickly"),  # found by bench/fuzz.py: 0.6 s per 8 KiB
+    ],
+)
+def test_a_log_regex_that_would_fire_everywhere_or_crawl_is_refused(regex: str, reason: str) -> None:
+    with pytest.raises(RulesError) as exc:
+        load_rules_text(rules_text(regex), "r.yaml")
+    assert reason in exc.value.errors[0].reason
+
+
 def test_an_overlong_regex_is_refused() -> None:
     with pytest.raises(RulesError) as exc:
         load_rules_text(rules_text("a" * (MAX_REGEX_CHARS + 1)), "r.yaml")

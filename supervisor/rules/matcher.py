@@ -389,8 +389,32 @@ def _hits_hyperscan(rs: RuleSet, data: bytes) -> list[int]:
     return hits
 
 
+def _hits_hyperscan_regex(db: Any, data: bytes) -> list[int]:
+    """Where a shipped rule's regex (or the traceback mark, or slurmstepd) matches: the last byte of each
+    match, which lies in the line the match ends on."""
+    hits: list[int] = []
+
+    def on_match(_id: int, _frm: int, to: int, _flags: int, _ctx: object) -> None:
+        hits.append(max(0, to - 1))
+
+    db.scan(data, match_event_handler=on_match)
+    return hits
+
+
 def candidate_positions(rs: RuleSet, data: bytes, *, use_hyperscan: bool | None = None) -> list[int]:
     """Byte offsets inside lines that may match some rule (every other line cannot), sorted."""
+    if use_hyperscan is not False:
+        db, untrusted = rs.hyperscan_regex_db()
+        if db is not None:
+            hits = _hits_hyperscan_regex(db, data)
+            if untrusted is not None:
+                untrusted.scan(data, match_event_handler=lambda _i, _f, to, _fl, _c: hits.append(to - 1))
+            for r in rs.unfiltered:
+                for lg in r.logs:
+                    if lg.literals is None and not rs.trusts(lg) and r.name not in rs.quarantined:
+                        hits.extend(_unfiltered_hits(rs, r, lg, data))
+            hits.sort()
+            return hits
     use_hs = rs.hyperscan_db() is not None if use_hyperscan is None else use_hyperscan
     hits = _hits_hyperscan(rs, data) if use_hs else _hits_python(rs, data)
     for r in rs.unfiltered:

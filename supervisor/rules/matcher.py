@@ -55,6 +55,7 @@ MAX_TRACEBACK_LINES = 400
 # that work (400 lines of 64 KiB each would be 25 MiB per rule per evaluation).
 MAX_TRACEBACK_CHARS = 256 * 1024
 MAX_EVIDENCE_LINES = 60
+MAX_EVIDENCE_LINE_CHARS = 2000
 # RE2 matches in linear time, but the constant depends on the pattern: a counted repeat of a class after a
 # common character (`a[ab]{200}x`) defeats its DFA cache and runs at ~100 KB/s. A rule whose regex spends
 # more CPU than this on one event (a line, a traceback, a 256 KiB slice of a chunk) is quarantined: logged
@@ -184,7 +185,7 @@ def _eval_log_event(
                     ev = Evidence(
                         source=source,
                         first_line=first_line,
-                        lines=tuple(lines),
+                        lines=_cap(lines),
                         match_line=first_line,
                         state=pstate.value,
                         reason="written by slurmstepd",
@@ -231,12 +232,18 @@ def _charge(rs: RuleSet, cr: CompiledRule, source: str, size: int, spent: float)
 
 
 def _cap(lines: Sequence[str]) -> tuple[str, ...]:
-    if len(lines) <= MAX_EVIDENCE_LINES:
-        return tuple(lines)
-    return (
-        *lines[:10],
-        f"... {len(lines) - MAX_EVIDENCE_LINES} lines ...",
-        *lines[-(MAX_EVIDENCE_LINES - 10) :],
+    """Evidence as kept (decision rows, notices, Slack): at most `MAX_EVIDENCE_LINES` lines, each clipped to
+    `MAX_EVIDENCE_LINE_CHARS`, so a log of 64 KiB lines cannot make every notice megabytes to store, log
+    and redact."""
+    if len(lines) > MAX_EVIDENCE_LINES:
+        lines = [
+            *lines[:10],
+            f"... {len(lines) - MAX_EVIDENCE_LINES} lines ...",
+            *lines[-(MAX_EVIDENCE_LINES - 10) :],
+        ]
+    return tuple(
+        ln if len(ln) <= MAX_EVIDENCE_LINE_CHARS else f"{ln[:MAX_EVIDENCE_LINE_CHARS]}…[{len(ln)} chars]"
+        for ln in lines
     )
 
 

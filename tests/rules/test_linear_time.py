@@ -157,3 +157,13 @@ def test_a_regex_over_its_cpu_budget_is_quarantined_and_the_other_rules_go_on() 
     assert "mine" in rs.quarantined and "CPU" in rs.quarantined["mine"]
     got = scan_text(rs, st, slow_line + "x\nCUDA out of memory\n", "log", 2)
     assert [m.rule for m in got] == ["oom"]  # the quarantined rule is not run again; the others are
+
+
+def test_evidence_lines_are_clipped_so_a_notice_stays_small() -> None:
+    rs = load_ruleset()
+    st = MatcherState(run_id="r")
+    line = "torch.OutOfMemoryError: CUDA out of memory " + "x" * 60_000
+    [m] = scan_text(rs, st, line + "\n", "ray-driver.log")
+    assert m.rule == "cuda-oom"
+    (kept,) = m.evidence.lines
+    assert len(kept) < 2100 and kept.endswith(f"…[{len(line)} chars]")

@@ -64,7 +64,7 @@ async def measure(n: int, polls: int, interval: float, root: Path) -> dict[str, 
             SPEC.format(name=f"scale-{i:05d}", workdir=root)
         )
     await anyio.sleep(settings.spec_settle_s + 0.05)
-    daemon.scan_queue()
+    await daemon.scan_queue()
     t0 = time.monotonic()
     for run in store.list_runs(include_final=False):
         await daemon.submit_attempt(run)

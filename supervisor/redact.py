@@ -107,40 +107,45 @@ _TOKEN_PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = 
     (re.compile(r"(?i)\b(Bearer[ \t]+)[A-Za-z0-9._~+/=-]{8,}"), _keep_prefix(1)),
 ]
 
-# scheme://user:password@host -> scheme://user:***@host
-_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^/\s@]+)@")
+# scheme://user:password@host -> scheme://user:***@host. The scheme starts a word (the look-behind) and is
+# taken whole (possessive): else every letter of a long word started a scan to its end (quadratic: 30,000
+# letters took 2 s, and everything the daemon logs or sends goes through here).
+_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*+://[^/\s:@]*+:)([^/\s@]+)@")
 
-# KEY=value, "key": "value", key: value  (the key decides; see is_secret_key)
-_VALUE = r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'&;,)}\]]+)"
+# KEY=value, "key": "value", key: value  (the key decides; see is_secret_key). Leading hyphens are part of
+# the match (--password=x) so that a key never starts inside a hyphenated word; the value is matched only
+# after a secret key, from where the key ends: a value scanned ahead for every key made `a:a:a:...` quadratic.
+_VALUE = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'&;,)}\]]+")
 _ASSIGN = re.compile(
-    r"(?<![A-Za-z0-9_.])(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)(?P<q>[\"']?)"
-    r"(?P<sep>[ \t]*[=:][ \t]*)(?=(?P<val>" + _VALUE + "))"
+    r"(?<![A-Za-z0-9_.-])-*+(?P<key>[A-Za-z_][A-Za-z0-9_.-]*+)(?P<q>[\"']?)(?P<sep>[ \t]*+[=:][ \t]*+)"
 )
 # --api-key value / -password value (command lines)
-_FLAG = re.compile(
-    r"(?<![A-Za-z0-9_-])(?P<key>--?[A-Za-z][A-Za-z0-9_.-]*)(?P<sep>[ \t]+)(?=(?P<val>[^\s\"'-][^\s\"']*))"
-)
+_FLAG_VALUE = re.compile(r"[^\s\"'-][^\s\"']*")
+_FLAG = re.compile(r"(?<![A-Za-z0-9_-])(?P<key>--?[A-Za-z][A-Za-z0-9_.-]*+)(?P<sep>[ \t]++)")
 
 
-def _mask_assignments(pattern: re.Pattern[str], text: str) -> str:
+def _mask_assignments(pattern: re.Pattern[str], value: re.Pattern[str], text: str) -> str:
     """Mask the value after each secret-named key.
 
-    The value sits in a lookahead so that a non-secret key (``https:``) does not
-    swallow the text after it, which may hold a secret key of its own (``?token=``).
+    The value is matched only after a secret key, and a non-secret key (``https:``) consumes nothing, so
+    the text after it, which may hold a secret key of its own (``?token=``), is still looked at.
     """
     out: list[str] = []
     pos = 0
     for m in pattern.finditer(text):
         if m.start() < pos or not is_secret_key(m.group("key")):
             continue
-        val = m.group("val")
+        v = value.match(text, m.end())
+        if v is None:
+            continue
+        val = v.group(0)
         if len(val) >= 2 and val[0] == val[-1] and val[0] in "\"'":
             masked = val[0] + MASK + val[0]
         else:
             masked = MASK
-        out.append(text[pos : m.start("val")])
+        out.append(text[pos : v.start()])
         out.append(masked)
-        pos = m.end("val")
+        pos = v.end()
     out.append(text[pos:])
     return "".join(out)
 
@@ -178,8 +183,8 @@ def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:
     for pattern, repl in _TOKEN_PATTERNS:
         text = pattern.sub(repl, text)
     text = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
-    text = _mask_assignments(_ASSIGN, text)
-    text = _mask_assignments(_FLAG, text)
+    text = _mask_assignments(_ASSIGN, _VALUE, text)
+    text = _mask_assignments(_FLAG, _FLAG_VALUE, text)
     return text
 
 

@@ -23,6 +23,7 @@ from supervisor.domain.spec import check_spec_files, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.intake.queue import new_run_id
 from supervisor.notify.silences import RULE_PREFIX, Silences
+from supervisor.rules.loader import spec_rules_problems
 from supervisor.settings import Settings
 from supervisor.slurm.launchers import layout
 from supervisor.slurm.submit import base_log_dir
@@ -49,9 +50,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     except (YamlDocumentError, OSError) as exc:
         print(f"shepherd: invalid spec:\n{exc}", file=sys.stderr)
         return EXIT_ERROR
-    problems = check_spec_files(spec)
+    problems = [f"{path}: {p}" for p in check_spec_files(spec)] or spec_rules_problems(spec)
     if problems:
-        print("shepherd: invalid spec:\n" + "\n".join(f"{path}: {p}" for p in problems), file=sys.stderr)
+        print("shepherd: invalid spec:\n" + "\n".join(problems), file=sys.stderr)
         return EXIT_ERROR
     settings.queue_dir.mkdir(parents=True, exist_ok=True)
     run_id = new_run_id(spec.name, time.time())

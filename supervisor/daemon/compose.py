@@ -24,7 +24,7 @@ from supervisor.notify.sinks import FanOut, LogSink
 from supervisor.notify.slack.service import SlackOutbox, SlackService
 from supervisor.notify.slack.sink import SlackSink
 from supervisor.ports import NoticeSink
-from supervisor.rules.loader import REPO_RULES
+from supervisor.rules.loader import REPO_RULES, spec_rules_problems
 from supervisor.service.reload import Reloader
 from supervisor.service.sdnotify import Notifier
 from supervisor.service.watchdog import HeartbeatRegistry
@@ -138,6 +138,7 @@ def build(
         max_bytes=settings.max_spec_bytes,
         settle_s=settings.spec_settle_s,
         clock=clock,
+        check_spec=spec_rules_problems,
     )
     daemon = Daemon(
         settings,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import structlog
 import watchfiles
 from anyio.abc import TaskGroup
@@ -252,7 +253,7 @@ class Daemon:
     # ---- queue -----------------------------------------------------------------------------------------
     async def intake_loop(self) -> None:
         queue = self.settings.queue_dir
-        self.scan_queue()
+        await self.scan_queue()
         stop = anyio.Event()
         while True:
             try:
@@ -267,14 +268,16 @@ class Daemon:
                     poll_delay_ms=int(self.settings.watch.poll_interval_s * 1000),
                 ):
                     self.heartbeats.beat_if_registered("intake")
-                    self.scan_queue()
+                    await self.scan_queue()
             except Exception as exc:  # watcher broke (dir removed...): rescan by polling and retry
                 log.error("queue watcher failed; retrying", error=str(exc))
                 self.settings.ensure_dirs()
                 await anyio.sleep(1)
 
-    def scan_queue(self) -> None:
-        claimed, _rejected = self.intake.scan()
+    async def scan_queue(self) -> None:
+        """Claim or reject every settled spec in the queue. The scan runs in a worker thread: parsing a
+        queue of a thousand hostile specs takes seconds, and the other loops must keep beating meanwhile."""
+        claimed, _rejected = await anyio.to_thread.run_sync(self.intake.scan)
         for c in claimed:
             self.store.create_run(c.run_id, c.spec.name, c.spec.model_dump_json(), str(c.spec_path))
         if claimed:

@@ -8,6 +8,11 @@ Lines, metrics.jsonl rows and TensorBoard records are read from a persisted curs
 is saved only after what they matched was dispatched, so a restart neither
 re-reads nor misses anything; a match that is seen twice is still decided once
 (the store's unique decision index).
+
+No file can block the event loop: reading and matching an attempt's log files runs in a worker thread
+(RE2 releases the GIL while it matches; Python code yields it every few milliseconds), one attempt at a
+time under a lock, so the daemon's other loops keep beating while the worst input is processed; a
+TensorBoard backlog is read a bounded number of bytes per tick.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import structlog
 
 from supervisor.act.actions import Actions
@@ -133,8 +139,11 @@ class Monitor:
         self.watches: dict[tuple[str, int], AttemptWatch] = {}
         self._rulesets: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], RuleSet] = {}
         self._by_path: dict[str, tuple[str, int]] = {}
-        self._unsaved: set[str] = set()
-        self._scalar_cursors: dict[str, FileCursor] = {}  # metrics.jsonl or event file -> cursor to save
+        # per attempt: log files read but whose cursors are not saved yet, and metrics/event file cursors
+        # staged for saving; saved when that attempt's matches were dispatched, never another attempt's
+        self._unsaved: dict[tuple[str, int], set[str]] = {}
+        self._scalar_cursors: dict[tuple[str, int], dict[str, FileCursor]] = {}
+        self._reading = anyio.Lock()  # one attempt's files and matcher state at a time (a worker thread)
 
     # ---- which attempts are watched -----------------------------------------------------------------
     def ruleset_for(self, spec: JobSpec) -> RuleSet:
@@ -235,8 +244,8 @@ class Monitor:
                 self.follower.forget(f)
         self.watches.pop(w.key, None)
 
-    def sync(self) -> None:
-        """Watch every open attempt; stop watching ended ones once their files are drained."""
+    def sync(self) -> list[AttemptWatch]:
+        """Watch every open attempt; returns the ended ones whose files are due for their final drain."""
         now = self.clock()
         open_keys = set()
         for a in self.store.open_attempts():
@@ -252,14 +261,31 @@ class Monitor:
             # safety net, kept rare because on Lustre/GPFS every listing is metadata-server load.
             if w is not None and known and now - w.refreshed_at >= REFRESH_EVERY_S:
                 self._refresh_files(w)
+        due = []
         for key, w in list(self.watches.items()):
             if key not in open_keys:
                 if w.ended_at is None:
                     w.ended_at = now
                 elif now - w.ended_at > DRAIN_AFTER_END_S:
-                    self.read_files(w, flush=True)
-                    self.persist_cursors()
-                    self._drop(w)
+                    due.append(w)
+        return due
+
+    async def drain(self, w: AttemptWatch) -> None:
+        """The last read of an ended attempt's files (an unfinished last line too), then stop watching."""
+        async with self._reading:
+            await self._read_off_loop(w, flush=True)
+        self.persist_cursors(w)
+        self._drop(w)
+
+    async def _read_off_loop(
+        self, w: AttemptWatch, paths: set[str] | None = None, *, flush: bool = False
+    ) -> list[Match]:
+        """`read_files` in a worker thread (the caller holds `_reading`): a huge backlog, a slow line or a
+        slow rule regex delays this attempt's matches, never the event loop. Cursors come from the store
+        here, on the loop, first."""
+        for path in paths if paths is not None else w.files:
+            self.follower.cursor(path)
+        return await anyio.to_thread.run_sync(lambda: self.read_files(w, paths, flush=flush))
 
     # ---- reading ------------------------------------------------------------------------------------
     def read_files(
@@ -278,7 +304,7 @@ class Monitor:
                 # Saved only after dispatch() recorded what these lines decided: a crash in between
                 # re-reads them, and the store's unique decision index keeps that from acting twice.
                 self.follower.commit(result, persist=False)
-                self._unsaved.add(path)
+                self._unsaved.setdefault(w.key, set()).add(path)
                 if not result.more:
                     break
         return matches
@@ -381,7 +407,8 @@ class Monitor:
         if w.metrics is not None:
             got = w.metrics.read()
             if got.cursor is not None and w.metrics_saved != got.cursor:
-                w.metrics_saved = self._scalar_cursors[str(w.metrics.path)] = got.cursor
+                staged = self._scalar_cursors.setdefault(w.key, {})
+                w.metrics_saved = staged[str(w.metrics.path)] = got.cursor
             return to_metric_events(w.run_id, w.n, got.rows, now)
         if w.source != "tensorboard":
             return []
@@ -396,7 +423,7 @@ class Monitor:
         for path, cursor in w.tb.cursors().items():
             if w.tb_saved.get(path) != cursor:
                 w.tb_saved[path] = cursor
-                self._scalar_cursors[path] = FileCursor(cursor[0], cursor[1], 0)
+                self._scalar_cursors.setdefault(w.key, {})[path] = FileCursor(cursor[0], cursor[1], 0)
         return tb_metric_events(w.run_id, w.n, scalars)
 
     def _load_tb_cursor(self, w: AttemptWatch, path: str) -> tuple[int, int] | None:
@@ -461,19 +488,20 @@ class Monitor:
             self.store.save_progress(w.run_id, w.n, json.dumps(w.progress, default=str))
 
     # ---- acting -------------------------------------------------------------------------------------
-    def persist_cursors(self) -> None:
-        for path in self._unsaved:
-            self.follower.persist(path)
-        self._unsaved.clear()
-        for path, cursor in self._scalar_cursors.items():
-            self.store.save_cursor(path, cursor.inode, cursor.offset, cursor.line_no)
-        self._scalar_cursors.clear()
+    def persist_cursors(self, w: AttemptWatch | None = None) -> None:
+        """Save the cursors of what was read for `w` (None: every attempt) once its matches are dispatched."""
+        keys = [w.key] if w is not None else list(self._unsaved.keys() | self._scalar_cursors.keys())
+        for key in keys:
+            for path in self._unsaved.pop(key, set()):
+                self.follower.persist(path)
+            for path, cursor in self._scalar_cursors.pop(key, {}).items():
+                self.store.save_cursor(path, cursor.inode, cursor.offset, cursor.line_no)
 
     async def dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
         try:
             await self._dispatch(w, matches)
         finally:
-            self.persist_cursors()
+            self.persist_cursors(w)
 
     async def _dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
         if not matches:
@@ -495,10 +523,14 @@ class Monitor:
             if ev.state.is_terminal:
                 await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code)
             return
-        self._refresh_files(w)
-        drained = self.read_files(w, flush=ev.state.is_terminal) + self.read_trainer(w)
-        await self.dispatch(w, drained + self.check_ended(w, self.clock()))
-        matches = feed(w.rules, w.state, ev)
+        async with self._reading:
+            self._refresh_files(w)
+            matches = await self._read_off_loop(w, flush=ev.state.is_terminal)
+            matches += self.read_trainer(w)
+            matches += self.check_ended(w, self.clock())
+        await self.dispatch(w, matches)
+        async with self._reading:
+            matches = feed(w.rules, w.state, ev)
         await self.dispatch(w, matches)
         if ev.state.is_terminal:
             w.ended_at = w.ended_at or self.clock()
@@ -529,24 +561,30 @@ class Monitor:
                 w = self.watches.get(key)
                 if w is None:
                     continue
-                if any(p not in w.files for p in changed):
-                    self._refresh_files(w)
-                await self.dispatch(w, self.read_files(w, {p for p in changed if p in w.files}))
+                async with self._reading:
+                    if any(p not in w.files for p in changed):
+                        self._refresh_files(w)
+                    matches = await self._read_off_loop(w, {p for p in changed if p in w.files})
+                await self.dispatch(w, matches)
+                self.heartbeats.beat_if_registered(self.LOOP)
 
     async def _tick_loop(self) -> None:
         last_progress_save = 0.0
         while True:
             self.heartbeats.beat_if_registered(self.LOOP)
             try:
-                self.sync()
+                for ended in self.sync():
+                    await self.drain(ended)
                 now = self.clock()
                 for w in list(self.watches.values()):
-                    unread, w.unread = w.unread, set()
-                    matches = self.read_files(w, unread) if unread else []
-                    matches += self.read_trainer(w)
-                    matches += feed(w.rules, w.state, Tick(now))
-                    matches += self.check_ended(w, now)
+                    async with self._reading:
+                        unread, w.unread = w.unread, set()
+                        matches = await self._read_off_loop(w, unread) if unread else []
+                        matches += self.read_trainer(w)
+                        matches += feed(w.rules, w.state, Tick(now))
+                        matches += self.check_ended(w, now)
                     await self.dispatch(w, matches)
+                    self.heartbeats.beat_if_registered(self.LOOP)
                 if now - last_progress_save >= 5:
                     for w in self.watches.values():
                         self.persist_progress(w)

@@ -8,9 +8,10 @@ is complete: ``tmp_step_N`` is a save in progress and a ``step_N`` without
 
 from __future__ import annotations
 
-import json
 import math
+import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +19,14 @@ from typing import Any
 
 import structlog
 
+from supervisor.domain.boundedjson import InputRefused, loads_bounded
 from supervisor.domain.trainer_files import INFO_FILE, STEP_DIR_RE
 
 log = structlog.get_logger(__name__)
 
+
+MAX_INFO_BYTES = 1024 * 1024  # NeMo RL's training_info.json is a few hundred bytes
+MAX_INFO_DEPTH = 16
 
 Listing = tuple[str, Mapping[str, Any] | None, bool]  # (dir name, training_info or None, is_complete)
 
@@ -195,14 +200,35 @@ def list_checkpoint_dir(path: Path) -> list[Listing]:
     for child in children:
         if not child.is_dir():
             continue
-        info: Mapping[str, Any] | None = None
         try:
-            loaded = json.loads((child / INFO_FILE).read_text(encoding="utf-8"))
-            info = loaded if isinstance(loaded, dict) else None
-        except (OSError, ValueError):
+            info = read_training_info(child / INFO_FILE)
+        except FileNotFoundError:
+            info = None
+        except (OSError, InputRefused) as exc:
+            log.warning(
+                "checkpoint's training_info.json not usable", path=str(child / INFO_FILE), error=str(exc)
+            )
             info = None
         out.append((child.name, info, info is not None))
     return out
+
+
+def read_training_info(path: Path) -> Mapping[str, Any]:
+    """A checkpoint's training_info.json, bounded: a regular file of at most `MAX_INFO_BYTES` holding a
+    JSON object nested at most `MAX_INFO_DEPTH` deep; raises OSError or `InputRefused` otherwise."""
+    # O_NONBLOCK: a FIFO in its place must not block the daemon
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputRefused(f"{INFO_FILE}: not a regular file")
+        raw = os.pread(fd, MAX_INFO_BYTES + 1, 0)
+    finally:
+        os.close(fd)
+    data = loads_bounded(raw, what=INFO_FILE, max_bytes=MAX_INFO_BYTES, max_depth=MAX_INFO_DEPTH)
+    if not isinstance(data, dict):
+        raise InputRefused(f"{INFO_FILE}: a JSON object was expected, not {type(data).__name__}")
+    return data
 
 
 def choose_in_dir(

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from supervisor.domain.yamlpos import load_yaml_model
+from supervisor.domain.yamlpos import FieldError, YamlDocumentError, load_yaml_model
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 # Slurm time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or UNLIMITED.
@@ -295,7 +295,21 @@ class JobSpec(_Strict):
 
 
 def load_spec(path: Path, text: str | None = None) -> JobSpec:
-    """Load and validate a spec file; raises `YamlDocumentError` with located errors."""
+    """Load and validate a spec file (at most `MAX_SPEC_BYTES`); raises `YamlDocumentError` with located
+    errors, OSError when it cannot be read."""
+    if text is None:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_SPEC_BYTES + 1)
+        if len(raw) > MAX_SPEC_BYTES:
+            raise YamlDocumentError(
+                [FieldError(str(path), None, "", f"too large: over {MAX_SPEC_BYTES} bytes")]
+            )
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise YamlDocumentError(
+                [FieldError(str(path), None, "", f"not UTF-8 text (byte {exc.start})")]
+            ) from exc
     return load_yaml_model(JobSpec, path, text)
 
 

@@ -1,8 +1,14 @@
-"""YAML loading that remembers where every value came from.
+"""YAML loading that remembers where every value came from, and that a tiny hostile file cannot blow up.
 
 Pydantic tells us *which* field is wrong (a path like ``slurm.nodes``); users
 need *where* it is in their file. We compose the YAML node tree once and map
 every key path to its line so each validation error can name both.
+
+A spec or rules file comes from whoever can write the queue or a rules folder, so parsing is bounded:
+500 bytes of nested aliases ("billion laughs") expand to billions of nodes for anything that walks the
+data (the line map, pydantic), and a deeply nested flow sequence overflows PyYAML's recursive composer.
+The composed node graph is measured before anything walks it: nesting depth, node count with every
+alias expanded, and alias cycles are refused with the line where the bound was crossed.
 """
 
 from __future__ import annotations
@@ -16,6 +22,18 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
+
+MAX_YAML_DEPTH = 50  # nesting levels; real specs and rules files use fewer than 10
+MAX_YAML_NODES = 50_000  # nodes with every alias expanded; the default rules file has about 600
+_CONSTRUCT_ERRORS = (
+    ValueError,
+    OverflowError,
+    TypeError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    RecursionError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +56,109 @@ class YamlDocumentError(Exception):
     def __init__(self, errors: Sequence[FieldError]) -> None:
         self.errors = list(errors)
         super().__init__("\n".join(str(e) for e in self.errors))
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing to compose a document nested deeper than `MAX_YAML_DEPTH`.
+
+    PyYAML has no such option; its composer recurses once per level, so without this a few kilobytes of
+    ``[[[[...`` raise RecursionError instead of a located error.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise yaml.MarkedYAMLError(
+                    problem=f"nested deeper than {MAX_YAML_DEPTH} levels", problem_mark=mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _check_nesting(text: str) -> None:
+    """Refuse nesting deeper than `MAX_YAML_DEPTH` before PyYAML's Python scanner sees the text.
+
+    That scanner keeps one "possible simple key" per open flow collection and re-checks all of them for every
+    token it scans ahead, so a line of a thousand `[` cost seconds before the composer's own depth check
+    could stop it. LibYAML's C parser (bundled with PyYAML's wheels) streams the events in microseconds;
+    without it the composer's check still holds, only slower.
+    """
+    if not yaml.__with_libyaml__:
+        return
+    depth = 0
+    events = 0
+    for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+        events += 1
+        if isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise yaml.MarkedYAMLError(
+                    problem=f"nested deeper than {MAX_YAML_DEPTH} levels", problem_mark=_mark(event)
+                )
+        elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+            depth -= 1
+        if events > 4 * MAX_YAML_NODES:
+            raise yaml.MarkedYAMLError(
+                problem=f"more than {MAX_YAML_NODES} values", problem_mark=_mark(event)
+            )
+
+
+def _mark(event: yaml.Event) -> yaml.Mark:
+    """A pure-Python mark (line and column) for an event from LibYAML's parser."""
+    m = event.start_mark
+    return yaml.Mark("", 0, m.line if m else 0, m.column if m else 0, None, 0)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_expansion(root: yaml.Node) -> tuple[int, str] | None:
+    """(line, why) when the document is too big once its aliases are expanded, or cyclic; else None.
+
+    Sizes and depths are memoised per node, so this is linear in the composed graph however many times
+    an anchor is referenced: it measures a billion laughs without expanding it.
+    """
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            kids = _children(node)
+            size[key] = 1 + sum(size[id(k)] for k in kids)
+            depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
+            on_path.discard(key)
+            if size[key] > MAX_YAML_NODES:
+                line = node.start_mark.line + 1
+                return (
+                    line,
+                    f"more than {MAX_YAML_NODES} values once its aliases are expanded (an alias bomb?)",
+                )
+            if depth[key] > MAX_YAML_DEPTH:
+                return node.start_mark.line + 1, f"aliases nest deeper than {MAX_YAML_DEPTH} levels"
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            return node.start_mark.line + 1, "an alias refers to a node that contains it (a cycle)"
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((k, False) for k in _children(node) if id(k) not in size)
+    return None
 
 
 def _line_map(node: yaml.Node, path: tuple[str | int, ...], out: dict[tuple[str | int, ...], int]) -> None:
@@ -63,16 +184,30 @@ def _nearest_line(lines: dict[tuple[str | int, ...], int], loc: Iterable[str | i
 
 
 def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
-    """Parse one YAML document; syntax errors become a located `YamlDocumentError`."""
+    """Parse one bounded YAML document; syntax errors and bounds become a located `YamlDocumentError`."""
+    loader: _BoundedLoader | None = None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        _check_nesting(text)
+        loader = _BoundedLoader(text)
+        node = loader.get_single_node()
+        if node is not None:
+            problem = _check_expansion(node)
+            if problem is not None:
+                raise YamlDocumentError([FieldError(file, problem[0], "", f"refused: {problem[1]}")])
+        data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark is not None else None
         raise YamlDocumentError([FieldError(file, line, "", f"invalid YAML: {exc.problem or exc}")]) from exc
     except yaml.YAMLError as exc:
         raise YamlDocumentError([FieldError(file, None, "", f"invalid YAML: {exc}")]) from exc
+    except _CONSTRUCT_ERRORS as exc:
+        # a scalar PyYAML's constructors cannot build raises their own error types: an int of 5,000 digits
+        # (ValueError), `!!timestamp 99999-01-01` (AttributeError), `!!binary` of bad base64 (TypeError)
+        raise YamlDocumentError([FieldError(file, None, "", f"invalid YAML value: {exc}")]) from exc
+    finally:
+        if loader is not None:
+            loader.dispose()
     lines: dict[tuple[str | int, ...], int] = {}
     if node is not None:
         _line_map(node, (), lines)

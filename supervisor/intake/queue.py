@@ -90,7 +90,11 @@ class Intake:
         max_bytes: int = MAX_SPEC_BYTES,
         settle_s: float = 0.3,
         clock: Callable[[], float] = time.time,
+        check_spec: Callable[[JobSpec], list[str]] | None = None,
     ) -> None:
+        """`check_spec`: more problems to refuse a spec for, each a line for the user (the composition root
+        passes the rules loader, so a spec whose rules files do not load is rejected with their lines)."""
+        self.check_spec = check_spec
         self.queue_dir = queue_dir
         self.runs_dir = runs_dir
         self.rejected_dir = rejected_dir
@@ -146,6 +150,8 @@ class Intake:
         except YamlDocumentError as exc:
             return self._reject(path, [str(e) for e in exc.errors])
         problems = check_spec_files(spec)
+        if not problems and self.check_spec is not None:
+            problems = self.check_spec(spec)
         if problems:
             return self._reject(path, [f"{path}: {p}" for p in problems])
         return self._claim(path, spec)

@@ -7,6 +7,9 @@ instead of running with half a rule set.
 
 from __future__ import annotations
 
+import os
+import stat
+import threading
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -14,11 +17,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from supervisor.domain.spec import JobSpec
 from supervisor.domain.yamlpos import FieldError, YamlDocumentError, parse_yaml
 from supervisor.rules.model import Rule, RulesFile
 
 RuleError = FieldError
 
+MAX_RULES_BYTES = 1024 * 1024  # the default rules file is ~20 KB
 REPO_RULES = Path(__file__).resolve().parents[2] / "rules"  # the shipped rules, beside the package
 DEFAULT_RULES_PATH = REPO_RULES / "default.yaml"
 
@@ -99,14 +104,52 @@ def load_rules_text(text: str, file: str) -> RulesFile:
     return doc
 
 
-def load_rules_file(path: Path) -> RulesFile:
+def read_rules_text(path: Path) -> str:
+    """A rules file's text, bounded: a regular file (a FIFO would block the reader) of at most
+    `MAX_RULES_BYTES`, in UTF-8; raises `RulesError` saying which."""
+    where = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise RulesError([RuleError(where, None, "", "not a regular file")])
+            raw = os.pread(fd, MAX_RULES_BYTES + 1, 0)
+        finally:
+            os.close(fd)
     except OSError as exc:
-        raise RulesError([RuleError(str(path), None, "", f"cannot read: {exc.strerror or exc}")]) from exc
+        raise RulesError([RuleError(where, None, "", f"cannot read: {exc.strerror or exc}")]) from exc
+    if len(raw) > MAX_RULES_BYTES:
+        raise RulesError([RuleError(where, None, "", f"too large: over {MAX_RULES_BYTES} bytes")])
+    try:
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise RulesError([RuleError(str(path), None, "", f"not UTF-8 text: {exc}")]) from exc
-    return load_rules_text(text, str(path))
+        raise RulesError([RuleError(where, None, "", f"not UTF-8 text: {exc}")]) from exc
+
+
+def load_rules_file(path: Path) -> RulesFile:
+    """One rules file, validated; a file unchanged since it was last loaded is not parsed again (a queue
+    of specs naming the same rules files, or the default set, costs one parse per change, not per spec)."""
+    try:
+        st = os.stat(path)
+        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None
+    with _LOADED_LOCK:
+        cached = _LOADED.get(key) if key is not None else None
+    if cached is not None:
+        return cached
+    doc = load_rules_text(read_rules_text(path), str(path))
+    if key is not None:
+        with _LOADED_LOCK:  # the intake's worker thread and the daemon's loop both load rules
+            if len(_LOADED) >= 64:
+                _LOADED.pop(next(iter(_LOADED)))
+            _LOADED[key] = doc
+    return doc
+
+
+_LOADED: dict[tuple[str, int, int, int], RulesFile] = {}  # (path, inode, size, mtime) -> the validated file
+_LOADED_LOCK = threading.Lock()
 
 
 def merge_rules(files: Sequence[RulesFile], disable: Iterable[str] = ()) -> tuple[list[Rule], float]:
@@ -140,7 +183,7 @@ def check_files(paths: Sequence[Path]) -> list[RuleError]:
         return errors
     known = {r.name for _, doc in docs for r in doc.rules}
     for path, doc in docs:
-        _data, lines = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+        _data, lines = parse_yaml(read_rules_text(path), str(path))
         for i, rule in enumerate(doc.rules):
             for j, target in enumerate(rule.inhibits):
                 if not any(fnmatchcase(name, target) for name in known):
@@ -170,3 +213,13 @@ def load_ruleset_rules(
     if errors:
         raise RulesError(errors)
     return merge_rules(docs, disable)
+
+
+def spec_rules_problems(spec: JobSpec) -> list[str]:
+    """Why the rules a spec asks for do not load (each `file:line: field: reason`), or [] when they do: a
+    spec is refused for them at intake and at `shepherd submit`, not found out once its job runs."""
+    try:
+        load_ruleset_rules(spec.rules.files, use_default=spec.rules.use_default, disable=spec.rules.disable)
+    except RulesError as exc:
+        return [str(e) for e in exc.errors]
+    return []

@@ -21,15 +21,18 @@ on the returned `Match` values. Design points, each from real failure logs:
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
+from time import thread_time
 from typing import Any
+
+import structlog
 
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.observations import Event, LogEvent, MetricEvent, ProgressEvent, StateEvent, Tick
-from supervisor.rules.compiled import CompiledRule, RuleSet
+from supervisor.rules.compiled import CompiledLog, CompiledRule, RuleSet
 from supervisor.rules.model import MetricTrigger
+from supervisor.rules.regex import compile_regex
 from supervisor.rules.state import (
     HISTORY_SHOWN,
     METRIC_HISTORY,
@@ -44,15 +47,28 @@ from supervisor.rules.state import (
 )
 from supervisor.rules.stepd import stepd_state
 
+log = structlog.get_logger(__name__)
+
 _CHAIN_MARKS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
 )
 MAX_TRACEBACK_LINES = 400
+# A traceback is matched as one text by every rule each time an exception line completes it: its size bounds
+# that work (400 lines of 64 KiB each would be 25 MiB per rule per evaluation).
+MAX_TRACEBACK_CHARS = 256 * 1024
 MAX_EVIDENCE_LINES = 60
+MAX_EVIDENCE_LINE_CHARS = 2000
+# RE2 matches in linear time, but the constant depends on the pattern: a counted repeat of a class after a
+# common character (`a[ab]{200}x`) defeats its DFA cache and runs at ~100 KB/s. A rule whose regex spends
+# more CPU than this on one event (a line, a traceback, a 256 KiB slice of a chunk) is quarantined: logged
+# as an error with the reason and not run again by this rule set (a reload brings it back, fixed or not).
+REGEX_CPU_BUDGET_S = 0.1
+UNFILTERED_SLICE = 256 * 1024
 TRACEBACK_IDLE_S = 2.0
 # What may stand in front of "Traceback" and in front of each of its lines: stacked Ray/rank/host prefixes.
-_PREFIX_RE = re.compile(r"(?:(?:\[rank\d+\]:|\[[\w .-]+\]:|[\w.-]+:|\([^()]*(?:\([^()]*\)[^()]*)*\))\s*)+")
+# In RE2: under Python's re the `[rank1]:` alternatives overlapped and `[rank1]:` x 30 + `!` took minutes.
+_PREFIX_RE = compile_regex(r"(?:(?:\[[\w .-]+\]:|[\w.-]+:|\([^()]*(?:\([^()]*\)[^()]*)*\))\s*)+")
 
 
 def _emit(
@@ -128,21 +144,26 @@ def _eval_log_event(
     """One log event (a line or a grouped traceback) -> at most one rule, the highest priority one."""
     text = lines[0] if len(lines) == 1 else "\n".join(lines)
     pseudo = stepd_state(text) if len(lines) == 1 else None
+    data: bytes | None = None  # the text as UTF-8, made once: RE2 works on bytes
     for cr in rs.log_rules_for(source):
         for lg in cr.logs:
             if lg.sources and not any(fnmatchcase(source, g) for g in lg.sources):
                 continue
             if lg.literals is not None and not any(lit in text for lit in lg.literals):
                 continue
-            for m in lg.regex.finditer(text):
-                ls = text.rfind("\n", 0, m.start()) + 1
-                le = text.find("\n", m.end())
-                holder = text[ls : le if le >= 0 else len(text)]
-                if lg.exclude is not None and lg.exclude.search(holder):
-                    continue
+            if cr.name in rs.quarantined:
+                break
+            if data is None:
+                data = text.encode("utf-8", "surrogatepass")
+            t0 = thread_time()
+            found = _first_match(lg, data)
+            _charge(rs, cr, source, len(data), thread_time() - t0)
+            if found is not None:
                 if not _conditions_ok(cr, st, at):
-                    break
-                idx = text.count("\n", 0, m.start())
+                    continue
+                m, holder_b = found
+                holder = holder_b.decode("utf-8", "surrogatepass")
+                idx = data.count(b"\n", 0, m.start())
                 contiguous = line_nos is None or line_nos[-1] - line_nos[0] == len(line_nos) - 1
                 ev = Evidence(
                     source=source,
@@ -155,11 +176,12 @@ def _eval_log_event(
                 )
                 g = cr.rule.signature_group
                 try:
-                    key = m.group(g) if g is not None else m.group(0)
+                    key_b = m.group(g) if g is not None else m.group(0)
                 except IndexError:  # a group the regex does not have: fall back to the whole match
-                    key = m.group(0)
+                    key_b = m.group(0)
+                key = (key_b or m.group(0)).decode("utf-8", "surrogatepass")
                 reason = f"{cr.rule.description or cr.name}: {holder.strip()[:300]}"
-                return _emit(rs, st, cr, at, ev, key or m.group(0), reason, find_node(text, st.nodes))
+                return _emit(rs, st, cr, at, ev, key, reason, find_node(text, st.nodes))
         if pseudo is not None and cr.states:
             pstate, pnode = pseudo
             for t, rx in zip(cr.states, cr.state_reasons, strict=True):
@@ -167,7 +189,7 @@ def _eval_log_event(
                     ev = Evidence(
                         source=source,
                         first_line=first_line,
-                        lines=tuple(lines),
+                        lines=_cap(lines),
                         match_line=first_line,
                         state=pstate.value,
                         reason="written by slurmstepd",
@@ -178,13 +200,54 @@ def _eval_log_event(
     return []
 
 
+def _first_match(lg: CompiledLog, data: bytes) -> tuple[Any, bytes] | None:
+    """The first match of `lg` whose line `exclude` does not veto, with that line; None if there is none.
+
+    After a vetoed match the search resumes past its line: the veto holds for every match in that line, and
+    resuming right after the match would run `exclude` again over the same line once per match (quadratic
+    in a long line full of matches).
+    """
+    pos = 0
+    n = len(data)
+    while pos <= n:
+        m = lg.regex.search(data, pos)
+        if m is None:
+            return None
+        ls = data.rfind(b"\n", 0, m.start()) + 1
+        le = data.find(b"\n", m.end())
+        le = n if le < 0 else le
+        holder = data[ls:le]
+        if lg.exclude is None or lg.exclude.search(holder) is None:
+            return m, holder
+        pos = le + 1
+    return None
+
+
+def _charge(rs: RuleSet, cr: CompiledRule, source: str, size: int, spent: float) -> None:
+    """Quarantine `cr` if its regex went over `REGEX_CPU_BUDGET_S` on `size` bytes of one event."""
+    if spent <= REGEX_CPU_BUDGET_S or cr.name in rs.quarantined:
+        return
+    why = (
+        f"its regex used {spent:.2f} s of CPU on {size} bytes of {source} (budget {REGEX_CPU_BUDGET_S} s); "
+        "RE2 runs it in linear time, but counted repeats of character classes make that slow: simplify it"
+    )
+    rs.quarantined[cr.name] = why
+    log.error("rule quarantined: it is no longer matched", rule=cr.name, reason=why)
+
+
 def _cap(lines: Sequence[str]) -> tuple[str, ...]:
-    if len(lines) <= MAX_EVIDENCE_LINES:
-        return tuple(lines)
-    return (
-        *lines[:10],
-        f"... {len(lines) - MAX_EVIDENCE_LINES} lines ...",
-        *lines[-(MAX_EVIDENCE_LINES - 10) :],
+    """Evidence as kept (decision rows, notices, Slack): at most `MAX_EVIDENCE_LINES` lines, each clipped to
+    `MAX_EVIDENCE_LINE_CHARS`, so a log of 64 KiB lines cannot make every notice megabytes to store, log
+    and redact."""
+    if len(lines) > MAX_EVIDENCE_LINES:
+        lines = [
+            *lines[:10],
+            f"... {len(lines) - MAX_EVIDENCE_LINES} lines ...",
+            *lines[-(MAX_EVIDENCE_LINES - 10) :],
+        ]
+    return tuple(
+        ln if len(ln) <= MAX_EVIDENCE_LINE_CHARS else f"{ln[:MAX_EVIDENCE_LINE_CHARS]}…[{len(ln)} chars]"
+        for ln in lines
     )
 
 
@@ -208,7 +271,7 @@ def _tb_feed(tb: Traceback, line: str, line_no: int, at: float) -> tuple[int, bo
         body = line
     stripped = body.strip()
     indented = body[:1] in (" ", "\t")
-    if len(tb.lines) >= MAX_TRACEBACK_LINES:
+    if len(tb.lines) >= MAX_TRACEBACK_LINES or sum(map(len, tb.lines)) + len(line) > MAX_TRACEBACK_CHARS:
         return _CLOSED, False
     if TRACEBACK_MARK in body or stripped in _CHAIN_MARKS:
         tb.lines.extend([""] * tb.blank_pending)
@@ -337,15 +400,61 @@ def _hits_hyperscan(rs: RuleSet, data: bytes) -> list[int]:
     return hits
 
 
+def _hits_hyperscan_regex(db: Any, data: bytes) -> list[int]:
+    """Where a shipped rule's regex (or the traceback mark, or slurmstepd) matches: the last byte of each
+    match, which lies in the line the match ends on."""
+    hits: list[int] = []
+
+    def on_match(_id: int, _frm: int, to: int, _flags: int, _ctx: object) -> None:
+        hits.append(max(0, to - 1))
+
+    db.scan(data, match_event_handler=on_match)
+    return hits
+
+
 def candidate_positions(rs: RuleSet, data: bytes, *, use_hyperscan: bool | None = None) -> list[int]:
     """Byte offsets inside lines that may match some rule (every other line cannot), sorted."""
+    if use_hyperscan is not False:
+        db, untrusted = rs.hyperscan_regex_db()
+        if db is not None:
+            hits = _hits_hyperscan_regex(db, data)
+            if untrusted is not None:
+                untrusted.scan(data, match_event_handler=lambda _i, _f, to, _fl, _c: hits.append(to - 1))
+            for r in rs.unfiltered:
+                for lg in r.logs:
+                    if lg.literals is None and not rs.trusts(lg) and r.name not in rs.quarantined:
+                        hits.extend(_unfiltered_hits(rs, r, lg, data))
+            hits.sort()
+            return hits
     use_hs = rs.hyperscan_db() is not None if use_hyperscan is None else use_hyperscan
     hits = _hits_hyperscan(rs, data) if use_hs else _hits_python(rs, data)
     for r in rs.unfiltered:
         for lg in r.logs:
-            if lg.literals is None:
-                hits.extend(m.start() for m in re.finditer(lg.regex.pattern.encode(), data, re.MULTILINE))
+            if lg.literals is None and r.name not in rs.quarantined:
+                hits.extend(_unfiltered_hits(rs, r, lg, data))
     hits.sort()
+    return hits
+
+
+def _unfiltered_hits(rs: RuleSet, cr: CompiledRule, lg: CompiledLog, data: bytes) -> list[int]:
+    """Where a regex without prefilter literals matches, searched in line-aligned slices so that its CPU
+    budget is checked between slices rather than after a whole multi-megabyte chunk."""
+    hits: list[int] = []
+    start, n = 0, len(data)
+    while start < n and cr.name not in rs.quarantined:
+        end = data.find(b"\n", min(n, start + UNFILTERED_SLICE))
+        end = n if end < 0 else end + 1
+        t0 = thread_time()
+        pos = start
+        while pos < end:  # one hit per line is all the caller needs: not one Python object per match
+            m = lg.regex.search(data, pos, end)
+            if m is None:
+                break
+            hits.append(m.start())
+            nl = data.find(b"\n", m.end() if m.end() > m.start() else m.start())
+            pos = end if nl < 0 else nl + 1
+        _charge(rs, cr, "a chunk", end - start, thread_time() - t0)
+        start = end
     return hits
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from supervisor.domain.jobstate import JobState
+from supervisor.rules.regex import check_regex
 
 RULE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _DURATION_RE = re.compile(
@@ -81,11 +82,8 @@ def render_template(template: str, context: dict[str, str]) -> str:
 
 
 def _check_regex(value: str) -> str:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"invalid regex: {exc}") from exc
-    return value
+    """Every rule regex must compile in RE2 (linear time); the reason says what to change if not."""
+    return check_regex(value)
 
 
 class _Strict(BaseModel):
@@ -109,9 +107,14 @@ class LogTrigger(_Strict):
         description="prefilter: every match contains one of these; derived from the regex when omitted",
     )
 
-    @field_validator("regex", "exclude")
+    @field_validator("regex")
     @classmethod
-    def _regex(cls, v: str | None) -> str | None:
+    def _regex(cls, v: str) -> str:
+        return check_regex(v, may_match_empty=False)  # one that matches "" would fire on every line
+
+    @field_validator("exclude")
+    @classmethod
+    def _exclude(cls, v: str | None) -> str | None:
         return v if v is None else _check_regex(v)
 
     @field_validator("literals")

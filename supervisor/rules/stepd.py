@@ -3,18 +3,19 @@ Slurm had reported the state: so replaying a log shows time limits, preemptions 
 
 from __future__ import annotations
 
-import re
-
 from supervisor.domain.jobstate import JobState
+from supervisor.rules.regex import compile_regex
 
 # Slurm >= 17.11 names the node before the time (`*** JOB 1 ON n1 CANCELLED AT t DUE TO TIME LIMIT ***`);
 # older releases after it (`*** JOB 1 CANCELLED AT t DUE TO TIME LIMIT on n1 ***`, `... AT t *** on n1`).
 # A node failure adds advice after the reason: `DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***`.
-STEPD_CANCEL_RE = re.compile(
+# In RE2 like the rules: under Python's re the lazy reason followed by `\s*$` was quadratic in a line of
+# spaces after `DUE TO`.
+STEPD_CANCEL_RE = compile_regex(
     r"\*\*\* (?:JOB|STEP) (\S+) (?:ON (\S+) )?CANCELLED AT (\S+)(?: DUE TO ([A-Z][A-Z ]*?)(?:,[^*]*?)?)?"
     r"(?: on (\S+))?(?: \*\*\*|\s*$)"
 )
-STEPD_OOM_RE = re.compile(
+STEPD_OOM_RE = compile_regex(
     r"oom_kill event in StepId=|oom-kill event\(s\) in step|Detected \d+ oom[-_]kill event"
 )
 STEPD_LITERALS = ("CANCELLED AT", "oom_kill event", "oom-kill event")

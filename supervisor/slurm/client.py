@@ -21,6 +21,7 @@ from supervisor.slurm.parse import (
     SACCT_FIELDS,
     SQUEUE_FORMAT,
     JobObservation,
+    ParseProblem,
     looks_unreachable,
     parse_sacct,
     parse_sbatch_parsable,
@@ -29,6 +30,16 @@ from supervisor.slurm.parse import (
 )
 
 log = structlog.get_logger(__name__)
+
+
+MAX_PROBLEMS_LOGGED = 5  # per call: thousands of garbage lines must not flood the log
+
+
+def _log_problems(cmd: str, problems: list[ParseProblem]) -> None:
+    for p in problems[:MAX_PROBLEMS_LOGGED]:
+        log.warning(f"{cmd} line not understood", line_no=p.line_no, line=p.line[:200], reason=p.reason)
+    if len(problems) > MAX_PROBLEMS_LOGGED:
+        log.warning(f"{cmd}: more lines not understood", count=len(problems) - MAX_PROBLEMS_LOGGED)
 
 
 class SlurmError(Exception):
@@ -127,8 +138,7 @@ class SlurmClient:
         if proc.returncode != 0:
             raise self._fail(argv, proc)
         jobs, problems = parse_squeue(proc.stdout.decode(errors="replace"))
-        for p in problems:
-            log.warning("squeue line not understood", line_no=p.line_no, line=p.line[:200], reason=p.reason)
+        _log_problems("squeue", problems)
         return jobs
 
     async def sacct(self, job_ids: Iterable[str] = (), names: Iterable[str] = ()) -> list[JobObservation]:
@@ -162,8 +172,7 @@ class SlurmClient:
         if self.has_accounting is None:
             self.has_accounting = True
         jobs, problems = parse_sacct(proc.stdout.decode(errors="replace"))
-        for p in problems:
-            log.warning("sacct line not understood", line_no=p.line_no, line=p.line[:200], reason=p.reason)
+        _log_problems("sacct", problems)
         return jobs
 
     async def job_nodes(self, job_id: str) -> str:

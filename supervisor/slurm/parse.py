@@ -56,6 +56,9 @@ _STATE_ALIASES = {
     "REVOKED": JobState.CANCELLED,
 }
 
+# A job's name, comment and reason are short; a longer line is not one we wrote or can trust to split.
+MAX_LINE_CHARS = 16 * 1024
+
 _TAG_RE = re.compile(r"shepherd:run=(?P<run>[A-Za-z0-9._-]+):attempt=(?P<attempt>\d+)")
 _NAME_RE = re.compile(r"shep-(?P<run>[A-Za-z0-9._-]+)-a(?P<attempt>\d+)")
 
@@ -120,6 +123,11 @@ def parse_squeue(output: str) -> tuple[list[JobObservation], list[ParseProblem]]
     for i, line in enumerate(output.splitlines(), start=1):
         if not line.strip():
             continue
+        if len(line) > MAX_LINE_CHARS:
+            problems.append(
+                ParseProblem(i, line[:200], f"line of {len(line)} characters (limit {MAX_LINE_CHARS})")
+            )
+            continue
         parts = line.split("|")
         if len(parts) != len(SQUEUE_FIELDS):
             problems.append(ParseProblem(i, line, f"expected {len(SQUEUE_FIELDS)} fields, got {len(parts)}"))
@@ -151,6 +159,11 @@ def parse_sacct(output: str) -> tuple[list[JobObservation], list[ParseProblem]]:
     problems: list[ParseProblem] = []
     for i, line in enumerate(output.splitlines(), start=1):
         if not line.strip():
+            continue
+        if len(line) > MAX_LINE_CHARS:
+            problems.append(
+                ParseProblem(i, line[:200], f"line of {len(line)} characters (limit {MAX_LINE_CHARS})")
+            )
             continue
         parts = line.split("|")
         if len(parts) < len(SACCT_FIELDS):

@@ -5,11 +5,14 @@ last line waits for its newline, a replaced file starts over. On resume the
 trainer rewrites the file (keeping lines up to the checkpoint step) through
 `os.replace`, so a new inode is normal; lines already seen in this process
 are recognised by content and not re-emitted.
+
+Bounded like every input the job writes: a line over `MAX_LINE_BYTES` is skipped (even one longer than a
+whole read, which would otherwise be waited on forever), and a row keeps at most `MAX_VALUES_PER_ROW`
+scalars, so one line cannot flood the rules with events.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import structlog
 
+from supervisor.domain.boundedjson import InputRefused, loads_bounded
 from supervisor.domain.observations import MetricEvent
 from supervisor.watch.metric_names import canonical
 from supervisor.watch.tailer import FileCursor
@@ -24,6 +28,9 @@ from supervisor.watch.tailer import FileCursor
 log = structlog.get_logger(__name__)
 
 NON_METRIC_KEYS = frozenset({"step", "time", "timestamp", "wall_time", "_time"})
+MAX_LINE_BYTES = 1024 * 1024  # a step's metrics are a few kilobytes
+MAX_VALUES_PER_ROW = 2000
+MAX_TAG_CHARS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +41,12 @@ class MetricRow:
 
 
 def parse_metrics_line(line: bytes | str) -> MetricRow | None:
-    """One jsonl line; None unless it is an object with a numeric `step`. Non-numeric values are skipped."""
+    """One jsonl line; None unless it is a bounded object with a numeric `step`. Non-numeric values, tags over
+    `MAX_TAG_CHARS` and values past the first `MAX_VALUES_PER_ROW` are skipped."""
     try:
-        data = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+        # only the top level is read: nested values are skipped, so their depth is not walked
+        data = loads_bounded(line, what="metrics.jsonl line", max_bytes=MAX_LINE_BYTES, max_depth=None)
+    except InputRefused:
         return None
     if not isinstance(data, dict):
         return None
@@ -50,7 +59,11 @@ def parse_metrics_line(line: bytes | str) -> MetricRow | None:
     for k, v in data.items():
         if k in NON_METRIC_KEYS or isinstance(v, bool) or not isinstance(v, int | float):
             continue
+        if len(k) > MAX_TAG_CHARS:
+            continue
         values[k] = float(v)  # NaN/inf kept: a NaN loss is exactly what a rule wants to see
+        if len(values) >= MAX_VALUES_PER_ROW:
+            break
     return MetricRow(int(step), when, values)
 
 
@@ -72,6 +85,7 @@ class MetricsReader:
         self.cursor = cursor
         self.max_bytes = max_bytes
         self._seen: dict[int, int] = {}  # step -> hash of the line, to skip re-emits after a rewrite
+        self._skipping = False  # inside a line too long to read: drop bytes up to its newline
 
     def read(self) -> MetricsRead:
         try:
@@ -89,12 +103,35 @@ class MetricsReader:
             data = os.pread(fd, want, cur.offset) if want > 0 else b""
         finally:
             os.close(fd)
+        if replaced or cur.offset == 0:
+            self._skipping = False
+        skipped_line = 0
+        if self._skipping:
+            first = data.find(b"\n")
+            if first < 0:  # still inside the over-long line
+                cur = FileCursor(cur.inode, cur.offset + len(data), cur.line_no)
+                self.cursor = cur
+                return MetricsRead([], cur, replaced, 0)
+            self._skipping = False
+            cur = FileCursor(cur.inode, cur.offset + first + 1, cur.line_no + 1)
+            data = data[first + 1 :]
+            skipped_line = 1
         nl = data.rfind(b"\n")
         if nl < 0:
+            if len(data) > MAX_LINE_BYTES:
+                # no newline in more than a line's worth of bytes: skip them rather than wait forever
+                log.warning(
+                    "metrics.jsonl line over the size limit skipped",
+                    path=str(self.path),
+                    offset=cur.offset,
+                    limit=MAX_LINE_BYTES,
+                )
+                self._skipping = True
+                cur = FileCursor(cur.inode, cur.offset + len(data), cur.line_no)
             self.cursor = cur
-            return MetricsRead([], cur, replaced)
+            return MetricsRead([], cur, replaced, skipped_line)
         rows: list[MetricRow] = []
-        bad = 0
+        bad = skipped_line
         lines = data[:nl].split(b"\n")
         for raw in lines:
             if not raw.strip():

@@ -2,26 +2,43 @@
 
 Hangs print no error (real-failure-logs #10): the only signal is that these
 numbers stop moving, so parsing them must be lenient and never raise. A torn
-or half-written status.json is "no update", not a failure.
+or half-written status.json is "no update", not a failure. It is also bounded
+(size, nesting, how much of it is kept), because whatever the job writes there
+is kept in the store and shown by `shepherd status`.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import re2  # type: ignore[import-untyped]
+import structlog
+
+from supervisor.domain.boundedjson import InputRefused, loads_bounded
 from supervisor.domain.observations import ProgressEvent
+
+log = structlog.get_logger(__name__)
+
+MAX_STATUS_BYTES = 1024 * 1024  # the trainer's status.json is a few hundred bytes
+MAX_STATUS_DEPTH = 16
+MAX_EXTRA_KEYS = 64  # unknown fields kept for `shepherd status`
+MAX_TEXT = 1000  # characters kept of any one text value
 
 # `desc: 21%|##  | 428/2048 [02:01<05:42, 4.73it/s, loss=0.1]` and `desc: 428it [00:01, 300.00it/s]`.
 # n/total may be unit-scaled (`1.2k/2.05k`); the rate may be `?it/s`, `s/it` or a custom unit.
+# RE2 (linear time), not Python's re: the bar is searched anywhere in a log line, and under backtracking a
+# 60,000-digit line ending in `it/s]` took minutes (every start position re-scanned the digits).
 _NUM = r"[\d.]+[kMGTPE]?"
-_BAR_RE = re.compile(
-    r"(?:(?P<desc>[^\r\n|:\]\u23ce]{0,200}?):\s*)?"
+_BAR_RE = re2.compile(
+    r"(?:(?P<desc>[^\r\n|:\]\x{23ce}]{0,200}?):\s*)?"
     r"(?:(?P<pct>\d{1,3})%\|(?P<bar>[^|\r\n]*)\|\s*(?P<n>" + _NUM + r")/(?P<total>" + _NUM + r"|\?)"
     r"|(?P<n2>" + _NUM + r")(?P<unit2>[A-Za-z_]*))"
     r"\s*\[(?P<elapsed>\d[\d:]*|\?)(?:<(?P<remaining>[\d:?]+))?,\s*"
@@ -172,23 +189,43 @@ def _str(v: Any) -> str | None:
     if isinstance(v, dict):
         # a checkpoint may be written as {"path": ..., "step": ...}
         inner = v.get("path") or v.get("name")
-        return str(inner) if inner is not None else json.dumps(v, sort_keys=True)
-    return str(v)
+        return _clip(str(inner) if inner is not None else json.dumps(v, sort_keys=True))
+    return _clip(str(v))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
+
+
+def _extra_value(v: Any) -> Any:
+    """An unknown field as kept: as it is while small, else as clipped text."""
+    if v is None or isinstance(v, bool | int | float):
+        return v
+    if isinstance(v, str):
+        return _clip(v)
+    text = json.dumps(v, sort_keys=True)
+    return v if len(text) <= MAX_TEXT else _clip(text)
+
+
+def read_status(raw: bytes | str) -> dict[str, Any]:
+    """status.json as a JSON object; raises `InputRefused` for a torn write, garbage or a bound crossed."""
+    data = loads_bounded(raw, what="status.json", max_bytes=MAX_STATUS_BYTES, max_depth=MAX_STATUS_DEPTH)
+    if not isinstance(data, dict):
+        raise InputRefused(f"status.json: a JSON object was expected, not {type(data).__name__}")
+    return data
 
 
 def parse_status(raw: bytes | str) -> TrainerStatus | None:
-    """None for anything that is not a complete JSON object (torn write, empty file, garbage)."""
+    """None for anything that is not a complete, bounded JSON object (torn write, empty file, garbage)."""
     try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(data, dict):
+        data = read_status(raw)
+    except InputRefused:
         return None
     return TrainerStatus(
-        state=str(data.get("state") or ""),
+        state=_clip(str(data.get("state") or "")),
         step=_int(data.get("step")),
         total_steps=_int(data.get("total_steps")),
-        phase=str(data.get("phase") or ""),
+        phase=_clip(str(data.get("phase") or "")),
         phase_done=_num(data.get("phase_done")),
         phase_total=_num(data.get("phase_total")),
         rate=_num(data.get("rate")),
@@ -203,7 +240,11 @@ def parse_status(raw: bytes | str) -> TrainerStatus | None:
         started_at=_num(data.get("started_at")),
         last_progress_at=_num(data.get("last_progress_at")),
         timestamp=_num(data.get("timestamp")),
-        extra={k: v for k, v in data.items() if k not in _KNOWN},
+        extra=dict(
+            itertools.islice(
+                ((_clip(k), _extra_value(v)) for k, v in data.items() if k not in _KNOWN), MAX_EXTRA_KEYS
+            )
+        ),
     )
 
 
@@ -248,15 +289,27 @@ class StatusReader:
     def poll(self) -> TrainerStatus | None:
         """A new snapshot, or None when nothing new could be read (missing, unchanged, torn)."""
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            # O_NONBLOCK: a FIFO named status.json must not block the daemon
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             return None
         try:
             st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return None
             sig = (st.st_ino, st.st_size, st.st_mtime_ns)
             if sig == self._sig:
                 return None
-            raw = os.pread(fd, min(st.st_size, 1024 * 1024), 0)
+            if st.st_size > MAX_STATUS_BYTES:
+                self._sig = sig  # not re-read until it changes
+                log.warning(
+                    "status.json ignored: over the size limit",
+                    path=str(self.path),
+                    size=st.st_size,
+                    limit=MAX_STATUS_BYTES,
+                )
+                return None
+            raw = os.pread(fd, st.st_size, 0)
         finally:
             os.close(fd)
         status = parse_status(raw)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import struct
 import time
 from collections.abc import Callable
@@ -39,6 +40,10 @@ log = structlog.get_logger(__name__)
 HEADER = 12
 FOOTER = 4
 MAX_RECORD = 256 * 1024 * 1024  # anything larger is corruption, not a scalar
+# A scalar event is ~100 bytes; images, histograms and graphs can be megabytes. A record over this is stepped
+# over unread (its framing is sound), so a huge one can neither fill memory nor, being longer than one read,
+# stall the file forever.
+MAX_DECODED_RECORD = 4 * 1024 * 1024
 
 # tensorflow DataType enum values (types.proto)
 DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BFLOAT16, DT_HALF = 1, 2, 3, 9, 14, 19
@@ -89,6 +94,8 @@ def split_records(buf: bytes, verify_data: bool = False) -> tuple[list[bytes], i
             if len(good_headers) < 4096:
                 good_headers.add(header)
         (length,) = unpack_q(header)
+        if length > MAX_DECODED_RECORD:
+            return out, pos, "record too large"
         end = pos + HEADER + length + FOOTER
         if end > n:
             break
@@ -372,14 +379,19 @@ class EventFileReader:
         self.clock = clock
         self._warned = False
         self._bad: tuple[int, float] | None = None  # (file offset, first seen) of a bad length crc
+        self._size = 0  # the file's size at the last read
 
     def read(self, max_bytes: int = 64 * 1024 * 1024) -> TBReadResult:
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            # O_NONBLOCK: a FIFO named like an event file must not block the daemon
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         except FileNotFoundError:
             return TBReadResult([], self.offset, 0, problem="missing")
         try:
             st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return TBReadResult([], self.offset, 0, problem="not a regular file")
+            self._size = st.st_size
             if (self.inode is not None and st.st_ino != self.inode) or st.st_size < self.offset:
                 self.offset = 0  # replaced or truncated: event files are append-only, so start over
             self.inode = st.st_ino
@@ -431,6 +443,19 @@ class EventFileReader:
 
     def _skip(self, buf: bytes, pos: int, problem: str, at: int) -> int:
         """How many bytes of the bad record at `pos` to step over now; 0: wait for the next read."""
+        if problem == "record too large":
+            (length,) = struct.unpack_from("<Q", buf, pos)
+            size = HEADER + int(length) + FOOTER
+            if at + size > self._size:
+                return 0  # not all written yet: step over it once it is
+            log.warning(
+                "tensorboard record over the size limit skipped unread",
+                path=str(self.path),
+                offset=at,
+                bytes=size,
+                limit=MAX_DECODED_RECORD,
+            )
+            return size
         if problem == "bad data crc":
             (length,) = struct.unpack_from("<Q", buf, pos)
             size = HEADER + int(length) + FOOTER
@@ -565,14 +590,19 @@ class TensorBoardWatcher:
             self.readers[key] = reader
         return reader
 
-    def read(self, rescan: bool = True) -> list[Scalar]:
-        """New scalars of every event file; `rescan=False` reads the files found by the last listing."""
+    def read(self, rescan: bool = True, budget_bytes: int = 64 * 1024 * 1024) -> list[Scalar]:
+        """New scalars of every event file; `rescan=False` reads the files found by the last listing.
+
+        At most about `budget_bytes` are decoded per call (the daemon calls on every tick): a backlog of
+        gigabytes is caught up over several ticks instead of holding the event loop for minutes.
+        """
         if rescan or self._files is None:
             self._files = find_event_files(self.log_dir)
         out: list[Scalar] = []
+        spent = 0
         for path in self._files:
             reader = self._reader(path)
-            while True:  # each read is bounded: go on while it advances
+            while spent < budget_bytes:  # each read is bounded: go on while it advances, within the budget
                 before = reader.offset
                 try:
                     res = reader.read()
@@ -580,6 +610,7 @@ class TensorBoardWatcher:
                     log.warning("could not read tensorboard event file", path=str(path), error=str(exc))
                     break
                 out.extend(res.scalars)
+                spent += max(0, res.offset - before)
                 if res.offset == before or res.problem == "missing":
                     break
         return out

@@ -105,3 +105,26 @@ def test_a_rollback_ranks_only_the_checkpoints_saved_before_the_divergence() -> 
     assert latest.checkpoint is not None and latest.checkpoint.name == "step_4"
     none = choose(cps, "best", before_step=2)
     assert none.checkpoint is None and none.reason == "no complete checkpoint before step 2"
+
+
+def test_a_hostile_training_info_makes_its_checkpoint_incomplete_not_a_crash(tmp_path: Path) -> None:
+    import os
+
+    for name, content in [
+        ("step_1", b"[" * 100_000 + b"]" * 100_000),  # nested past the decoder's recursion
+        ("step_2", b'{"a": ' + b"1" * 10_000 + b"}"),  # an int too long to convert
+        ("step_3", b'{"pad": "' + b"x" * (2 << 20) + b'"}'),  # over the size bound
+        ("step_5", b'{"val:accuracy": 0.5}'),
+    ]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "training_info.json").write_bytes(content)
+    (tmp_path / "step_4").mkdir()
+    os.mkfifo(tmp_path / "step_4" / "training_info.json")  # would block a plain open()
+    listing = list_checkpoint_dir(tmp_path)
+    assert [(name, complete) for name, _info, complete in listing] == [
+        ("step_1", False),
+        ("step_2", False),
+        ("step_3", False),
+        ("step_4", False),
+        ("step_5", True),
+    ]

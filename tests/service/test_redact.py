@@ -202,3 +202,22 @@ def test_an_env_assignment_value_never_survives(prefix: str, name: str, value: s
 @given(text=_text, secret=st.text(min_size=6, max_size=20).filter(lambda s: s.strip() == s and "*" not in s))
 def test_an_extra_secret_never_survives(text: str, secret: str) -> None:
     assert secret not in redact(text + secret + text, extra_secrets=[secret])
+
+
+@pytest.mark.timeout(60)  # each took seconds to minutes when the patterns rescanned words per start
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 60_000,
+        "a." * 30_000,
+        "a:" * 30_000,
+        "a=b" * 20_000,
+        "a-" * 30_000,
+        "-a" * 30_000,
+        "token=" * 10_000,
+    ],
+)
+def test_redaction_is_linear_in_a_long_hostile_line(text: str) -> None:
+    # found by bench/fuzz.py ("said"): everything the daemon logs or sends to Slack goes through redact()
+    out = redact(text + " password=hunter2")
+    assert out.endswith("password=***")

@@ -112,3 +112,14 @@ def test_scontrol_show_job_one_line_becomes_fields_even_with_spaces_in_a_value()
     assert fields["WorkDir"] == "/shared/me/RL" and fields["StdOut"] == "/shared/me/RL/slurm-233.out"
     assert fields["Comment"] == "a comment with spaces" and fields["TimeLimit"] == "04:00:00"
     assert parse_scontrol_job("") == {}
+
+
+def test_an_overlong_slurm_line_is_reported_not_split() -> None:
+    from supervisor.slurm.parse import MAX_LINE_CHARS
+
+    long_line = "1|shep-x-a1|RUNNING|None|" + "c" * MAX_LINE_CHARS + "|n1|now|0:01|1:00"
+    jobs, problems = parse_squeue(long_line + "\n")
+    assert jobs == []
+    assert "characters (limit" in problems[0].reason and len(problems[0].line) <= 200
+    jobs, problems = parse_sacct(long_line + "|x|y|z|w\n")
+    assert jobs == [] and problems

@@ -63,8 +63,8 @@ def from_action(payload: dict[str, Any]) -> Invocation | None:
     """A `block_actions` payload (one of our buttons); None for other interactive payloads."""
     if payload.get("type") != "block_actions":
         return None
-    actions = payload.get("actions") or []
-    if not actions or not isinstance(actions[0], dict):
+    actions = payload.get("actions")
+    if not isinstance(actions, list) or not actions or not isinstance(actions[0], dict):
         return None
     action = actions[0]
     action_id, value = _s(action.get("action_id"), 80), _s(action.get("value"), 200)
@@ -80,8 +80,19 @@ def from_action(payload: dict[str, Any]) -> Invocation | None:
         parsed=cmds.parse_action(action_id, value),
         response_url=_s(payload.get("response_url"), 500) or None,
         message_ts=_s((container if isinstance(container, dict) else {}).get("message_ts"), 40) or None,
-        message_blocks=tuple(message.get("blocks") or ()) if isinstance(message, dict) else (),
+        message_blocks=_blocks(message.get("blocks") if isinstance(message, dict) else None),
     )
+
+
+MAX_BLOCKS = 50  # Slack's own limit per message
+
+
+def _blocks(value: Any) -> tuple[dict[str, Any], ...]:
+    """The pressed message's blocks, to re-post without the buttons: kept only when they are what Slack
+    sends (a list of at most 50 objects); anything else is dropped and the buttons are left alone."""
+    if not isinstance(value, list) or len(value) > MAX_BLOCKS or not all(isinstance(b, dict) for b in value):
+        return ()
+    return tuple(value)
 
 
 class Responder(Protocol):

@@ -8,7 +8,6 @@ more. Valid requests are acked at once (empty 200) and handled in a task.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,11 +17,14 @@ import structlog
 from aiohttp import web
 from slack_sdk.signature import Clock, SignatureVerifier
 
+from supervisor.domain.boundedjson import InputRefused, loads_bounded
 from supervisor.notify.slack.handler import CommandHandler, Invocation, from_action, from_slash
 
 log = structlog.get_logger(__name__)
 
 MAX_BODY = 256 * 1024
+MAX_DEPTH = 32  # Slack's block_actions payloads nest about 8 deep
+MAX_FIELDS = 100  # a slash command posts about 15 form fields
 MAX_AGE_S = 300
 
 
@@ -78,21 +80,29 @@ def make_app(
 
 
 def _invocation(body: bytes, content_type: str) -> Invocation | web.Response | None:
+    """What a verified request asks for; 400 for a body past the bounds (depth, field count) or garbage."""
     if content_type == "application/json":
         try:
-            data: Any = json.loads(body)
-        except ValueError:
+            data: Any = loads_bounded(body, what="request body", max_bytes=MAX_BODY, max_depth=MAX_DEPTH)
+        except InputRefused as exc:
+            log.warning("slack_http_bad_body", error=str(exc))
             return web.Response(status=400)
         if isinstance(data, dict) and data.get("type") == "url_verification":
-            return web.json_response({"challenge": str(data.get("challenge", ""))})
+            return web.json_response({"challenge": str(data.get("challenge", ""))[:200]})
         return None
-    form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
+    try:
+        fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=MAX_FIELDS)
+    except ValueError:  # more fields than any Slack request has
+        log.warning("slack_http_bad_body", error="too many form fields")
+        return web.Response(status=400)
+    form = {k: v[0] for k, v in fields.items()}
     if form.get("ssl_check"):
         return None
     if "payload" in form:
         try:
-            payload = json.loads(form["payload"])
-        except ValueError:
+            payload = loads_bounded(form["payload"], what="payload", max_bytes=MAX_BODY, max_depth=MAX_DEPTH)
+        except InputRefused as exc:
+            log.warning("slack_http_bad_body", error=str(exc))
             return web.Response(status=400)
         return from_action(payload) if isinstance(payload, dict) else None
     if "command" in form:

@@ -105,6 +105,8 @@ class Actions:
             "state": m.evidence.state,
             "node": m.node,
             "excerpt": m.excerpt,
+            "seen_at": m.evidence.at or None,
+            "since": m.evidence.since,
             "policy": {
                 "category": m.category,
                 "retryable": m.retryable,

@@ -24,6 +24,7 @@ import structlog
 
 from supervisor.act.actions import Actions
 from supervisor.domain.observations import MetricEvent, StateEvent, Tick
+from supervisor.domain.overrides import resume_step
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow
 from supervisor.domain.spec import JobSpec
 from supervisor.domain.trainer_files import METRICS_FILE, STATUS_FILE
@@ -35,6 +36,8 @@ from supervisor.slurm.submit import base_log_dir
 from supervisor.store import Store
 from supervisor.watch.fswatch import ChangeSource
 from supervisor.watch.lines import SEGMENT_SEP
+from supervisor.watch.marks import End, Mark, MarkOp, MarkTracker, Step
+from supervisor.watch.metric_names import TRAIN_REWARD, Source, canonical
 from supervisor.watch.metrics import MetricsReader, to_metric_events
 from supervisor.watch.progress import StatusReader, bar_event, parse_tqdm
 from supervisor.watch.tailer import FileCursor, Follower, TailResult
@@ -85,6 +88,8 @@ class AttemptWatch:
     unread: set[str] = field(default_factory=set)  # newly watched files, to read once from their cursor
     driver_exited_at: float | None = None  # when the launcher said the driver exited (ENDED should follow)
     ended_alarm: bool = False
+    marks: MarkTracker = field(default_factory=lambda: MarkTracker(None, 0.0))  # for `shepherd report`
+    open_marks: dict[str, int] = field(default_factory=dict)  # stretch kind -> its mark row
 
     @property
     def key(self) -> tuple[str, int]:
@@ -173,10 +178,33 @@ class Monitor:
         )
         if spec.trainer_log_dir is not None:
             w.status = StatusReader(spec.trainer_log_dir / STATUS_FILE)
+        w.marks = self._mark_tracker(run, attempt)
         w.driver_exited_at = self._recover_driver_exit(w)
         self.watches[key] = w
         self._refresh_files(w)
         return w
+
+    def _mark_tracker(self, run: RunRow, attempt: AttemptRow) -> MarkTracker:
+        """What the attempt's timeline already holds (after a restart), so nothing is marked twice."""
+        tracker = MarkTracker(resume_step(attempt.overrides, run.spec), attempt.intent_at)
+        own = [m for m in self.store.marks(run.id) if m.attempt == attempt.n]
+        tracker.training = any(m.kind == "training" for m in own)
+        tracker.ray_up = any(m.kind == "ray_up" for m in own)
+        return tracker
+
+    def record_marks(self, w: AttemptWatch, ops: list[MarkOp]) -> None:
+        """Write the attempt's new timeline marks (microsecond SQLite calls)."""
+        for op in ops:
+            if isinstance(op, Step):
+                self.store.record_step(w.run_id, w.n, op.step, op.at, op.reward)
+            elif isinstance(op, Mark):
+                mark_id = self.store.open_mark(w.run_id, w.n, op.kind, op.at, step=op.step)
+                if op.lasting:
+                    w.open_marks[op.kind] = mark_id
+            elif isinstance(op, End):
+                open_id = w.open_marks.pop(op.kind, None)
+                if open_id is not None:
+                    self.store.close_mark(open_id, op.at)
 
     def _recover_driver_exit(self, w: AttemptWatch) -> float | None:
         """After a restart the tailer resumes past the 'driver exited' line: look for it in the tail."""
@@ -211,6 +239,18 @@ class Monitor:
         w.files |= wanted
         present = [p.name for d in w.log_dirs() for p in d.iterdir()] if w.log_dirs() else []
         note_files(w.state, present)
+        if not w.marks.ray_up and layout.HEAD_STARTED in present:
+            self.record_marks(w, w.marks.ray_started(self._head_started_at(w)))
+
+    def _head_started_at(self, w: AttemptWatch) -> float:
+        """When the launcher wrote STARTED_RAY_HEAD (its mtime), else now."""
+        now = self.clock()
+        for d in w.log_dirs():
+            try:
+                return min(now, (d / layout.HEAD_STARTED).stat().st_mtime)
+            except OSError:
+                continue
+        return now
 
     def _drop(self, w: AttemptWatch) -> None:
         for f in list(w.files) + [str(d) for d in w.log_dirs()] + [str(w.log_base)]:
@@ -286,6 +326,8 @@ class Monitor:
                     if bar is not None:
                         ev = bar_event(w.run_id, w.n, bar, now)
                         out += feed(w.rules, w.state, ev)
+                        if ev.key == "rollouts":
+                            self.record_marks(w, w.marks.began_training(now))
                         w.progress[f"bar:{bar.desc}"] = {
                             "n": bar.n,
                             "total": bar.total,
@@ -304,7 +346,10 @@ class Monitor:
                 continue
             bar = parse_tqdm(text.rsplit(SEGMENT_SEP, 1)[-1])
             if bar is not None:
-                out += feed(w.rules, w.state, bar_event(w.run_id, w.n, bar, now))
+                ev = bar_event(w.run_id, w.n, bar, now)
+                out += feed(w.rules, w.state, ev)
+                if ev.key == "rollouts":
+                    self.record_marks(w, w.marks.began_training(now))
                 w.progress[f"bar:{bar.desc}"] = {"n": bar.n, "total": bar.total, "rate": bar.rate, "at": now}
         return out
 
@@ -357,10 +402,12 @@ class Monitor:
                 out += feed(w.rules, w.state, pev)
                 if pev.key == "status":
                     w.progress["status"] = dict(pev.detail)
+                    self.record_marks(w, w.marks.status(pev.detail, now))
         if w.spec.trainer_log_dir is not None:
             events = self.read_metrics(w, w.spec.trainer_log_dir, now)
             for mev in events:
                 out += feed(w.rules, w.state, mev)
+            self._mark_metric_steps(w, events, now)
             if events:
                 # Validation is logged only every few steps: keep the newest value of each metric.
                 merged = dict(w.progress.get("metrics") or {})  # type: ignore[call-overload]
@@ -369,6 +416,18 @@ class Monitor:
                     merged["step"] = mev.step
                 w.progress["metrics"] = merged
         return out
+
+    def _mark_metric_steps(self, w: AttemptWatch, events: list[MetricEvent], now: float) -> None:
+        """Each new metrics row is a step reached (with its reward), at the row's own time when it has one."""
+        source: Source = "metrics.jsonl" if w.metrics is not None else "tensorboard"
+        by_step: dict[int, tuple[float, float | None]] = {}
+        for mev in events:
+            at, reward = by_step.get(mev.step, (mev.at, None))
+            if canonical(source, mev.tag) == TRAIN_REWARD:
+                reward = mev.value
+            by_step[mev.step] = (min(at, mev.at), reward)
+        for step, (at, reward) in sorted(by_step.items()):
+            self.record_marks(w, w.marks.metrics(step, reward, at, timed=at != now))
 
     def check_ended(self, w: AttemptWatch, now: float, after_s: float | None = None) -> list[Match]:
         """A RUNNING job whose driver exited long ago without ENDED: one line for `ended-not-written`.

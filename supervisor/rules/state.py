@@ -130,7 +130,8 @@ class Evidence:
     line_numbers: tuple[int, ...] = ()  # of each line, when not consecutive (interleaved ranks)
     state: str | None = None
     reason: str = ""
-    at: float = 0.0
+    at: float = 0.0  # when the rule saw it (a line read, a state polled, a timer run out)
+    since: float | None = None  # when the condition began, for timers (the last progress of a stall)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,17 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow, HistoryEntry, RunRow, RunState
+from supervisor.domain.runs import (
+    AttemptMark,
+    AttemptRow,
+    AttemptState,
+    DecisionRow,
+    HistoryEntry,
+    MarkKind,
+    RunRow,
+    RunState,
+    StepMark,
+)
 from supervisor.store.connection import (
     connect,
     connect_readonly,
@@ -387,6 +397,42 @@ class Store:
         if row is None:
             return None
         return str(json.loads(row[0]).get("title", "")), int(row[1]), float(row[2])
+
+    # ---- each attempt's timeline (for `shepherd report`) ------------------------------------------------
+    def record_step(self, run_id: str, n: int, step: int, at: float, reward: float | None = None) -> None:
+        """Attempt n reached `step` at `at` (the earliest report wins; a reward is kept once known)."""
+        self.db.execute(
+            "INSERT INTO attempt_steps (run_id, attempt, step, at, reward) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT(run_id, attempt, step) DO UPDATE SET at = MIN(at, excluded.at),"
+            " reward = COALESCE(excluded.reward, reward)",
+            (run_id, n, step, at, reward),
+        )
+
+    def open_mark(self, run_id: str, n: int, kind: MarkKind, at: float, *, step: int | None = None) -> int:
+        cur = self.db.execute(
+            "INSERT INTO attempt_marks (run_id, attempt, kind, at, step) VALUES (?, ?, ?, ?, ?)",
+            (run_id, n, kind, at, step),
+        )
+        return int(cur.lastrowid or 0)
+
+    def close_mark(self, mark_id: int, until: float) -> None:
+        self.db.execute("UPDATE attempt_marks SET until = ? WHERE id = ? AND until IS NULL", (until, mark_id))
+
+    def steps(self, run_id: str) -> list[StepMark]:
+        rows = self.db.execute(
+            "SELECT run_id, attempt, step, at, reward FROM attempt_steps WHERE run_id = ?"
+            " ORDER BY attempt, step",
+            (run_id,),
+        ).fetchall()
+        return [StepMark(r[0], int(r[1]), int(r[2]), float(r[3]), r[4]) for r in rows]
+
+    def marks(self, run_id: str) -> list[AttemptMark]:
+        rows = self.db.execute(
+            "SELECT id, run_id, attempt, kind, at, until, step FROM attempt_marks WHERE run_id = ?"
+            " ORDER BY attempt, id",
+            (run_id,),
+        ).fetchall()
+        return [AttemptMark(int(r[0]), r[1], int(r[2]), r[3], float(r[4]), r[5], r[6]) for r in rows]
 
     # ---- file cursors (the tailer's CursorStore) -----------------------------------------------------
     def load_cursor(self, path: str) -> tuple[int, int, int] | None:

@@ -33,7 +33,10 @@ from supervisor.domain.runs import AttemptRow, DecisionRow, RunRow, RunState
 from supervisor.domain.spec import JobSpec
 from supervisor.faultpoints import crash_point
 from supervisor.notify.plot import render_curves
+from supervisor.notify.timeline import render_timeline
 from supervisor.ports import NoticeSink, Scheduler, SlurmControl
+from supervisor.report.read import run_report
+from supervisor.report.text import timeline_title
 from supervisor.rules.engine import Evidence, Match, load_ruleset
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError
@@ -81,6 +84,16 @@ class Actions:
             )
         except Exception:
             log.exception("could not draw the run's curves", run_id=run.id)
+
+    def timeline(self, run: RunRow, effects: Effects) -> None:
+        """The finished run's timeline and goodput into its thread: what its failures cost, at a glance."""
+        try:
+            rep = run_report(self.store, run, self.clock())
+            png = render_timeline(rep, self.settings.runs_dir / run.id / "timeline.png")
+            title = timeline_title(rep)
+            effects.append(lambda: self.sink.publish_plot(run.id, str(png), title))
+        except Exception:
+            log.exception("could not draw the run's timeline", run_id=run.id)
 
     def _commit(self, decision_id: int, outcome: str, effects: Effects) -> None:
         """The decision's messages and its outcome commit in one transaction: both or neither."""
@@ -301,6 +314,7 @@ class Actions:
             elif isinstance(effect, Complete):
                 self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
                 self.plot(run, effects)
+                self.timeline(run, effects)
         return "; ".join(outcomes) or "recorded"
 
     def _spec_context(self, spec: JobSpec) -> dict[str, str]:
@@ -465,6 +479,7 @@ class Actions:
             self.notify(Notice(run.id, "completed", f"{run.id} completed", level="info"))
             plots: Effects = []
             self.plot(run, plots)
+            self.timeline(run, plots)
             for effect in plots:
                 effect()
             return

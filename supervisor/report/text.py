@@ -177,3 +177,8 @@ def slack_summary(r: RunReport) -> str:
         f"goodput {percent(c.goodput)} of {c.allocated_gpu_hours:.2f} {r.gpu_unit}-hours over "
         f"{duration(c.wall_s)}; failures: {causes}" + (f"; lost: {lost}" if lost else "")
     )
+
+
+def timeline_title(r: RunReport) -> str:
+    """The title of the timeline picture in the run's thread."""
+    return f"{r.run.name}: timeline ({slack_summary(r)})"

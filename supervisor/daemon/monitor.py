@@ -130,6 +130,7 @@ class Monitor:
         self._by_path: dict[str, tuple[str, int]] = {}
         self._unsaved: set[str] = set()
         self._scalar_cursors: dict[str, FileCursor] = {}  # metrics.jsonl or event file -> cursor to save
+        self.on_log_bytes: Callable[[int], None] | None = None  # told how many log bytes each read took in
 
     # ---- which attempts are watched -----------------------------------------------------------------
     def ruleset_for(self, spec: JobSpec) -> RuleSet:
@@ -294,11 +295,15 @@ class Monitor:
         matches: list[Match] = []
         for path in sorted(paths if paths is not None else w.files):
             while True:
+                before = self.follower.cursor(path)
                 try:
                     result = self.follower.poll(path, flush=flush)
                 except OSError as exc:
                     log.warning("could not read log file", path=path, error=str(exc))
                     break
+                if self.on_log_bytes is not None and result.cursor is not None:
+                    start = before.offset if before is not None and before.inode == result.cursor.inode else 0
+                    self.on_log_bytes(max(0, result.cursor.offset - start))
                 matches += self._scan(w, result)
                 # Saved only after dispatch() recorded what these lines decided: a crash in between
                 # re-reads them, and the store's unique decision index keeps that from acting twice.

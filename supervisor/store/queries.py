@@ -351,26 +351,26 @@ class Store:
         except sqlite3.IntegrityError:
             return None
 
+    def acting_decisions(self, after_id: int = 0) -> list[DecisionRow]:
+        """Every decision that did something (not a follow-up), of every run, with an id above `after_id`."""
+        rows = self.db.execute(
+            "SELECT * FROM decisions WHERE action != 'none' AND id > ? ORDER BY id", (after_id,)
+        ).fetchall()
+        return [_decision(r) for r in rows]
+
+    def count_attempts(self) -> int:
+        """Attempts that became (or may have become) Slurm jobs, over all runs."""
+        row = self.db.execute(
+            "SELECT COUNT(*) FROM attempts WHERE state != ?", (AttemptState.NEVER_SUBMITTED,)
+        ).fetchone()
+        return int(row[0])
+
     def set_decision_outcome(self, decision_id: int, outcome: str) -> None:
         self.db.execute("UPDATE decisions SET outcome = ? WHERE id = ?", (outcome, decision_id))
 
     def decisions(self, run_id: str) -> list[DecisionRow]:
         rows = self.db.execute("SELECT * FROM decisions WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
-        return [
-            DecisionRow(
-                r["id"],
-                r["run_id"],
-                r["attempt"],
-                r["at"],
-                r["rule"],
-                r["action"],
-                r["signature"],
-                r["reason"],
-                json.loads(r["evidence_json"]),
-                r["outcome"],
-            )
-            for r in rows
-        ]
+        return [_decision(r) for r in rows]
 
     # ---- progress and metrics snapshot (for `status` and `watch`) --------------------------------------
     def save_progress(self, run_id: str, attempt: int, data_json: str) -> None:
@@ -418,6 +418,22 @@ class Store:
     def close_mark(self, mark_id: int, until: float) -> None:
         self.db.execute("UPDATE attempt_marks SET until = ? WHERE id = ? AND until IS NULL", (until, mark_id))
 
+    def latest_step(self, run_id: str) -> StepMark | None:
+        """The furthest step of the run's newest attempt that reached one, with the newest reward logged."""
+        row = self.db.execute(
+            "SELECT run_id, attempt, step, at, reward FROM attempt_steps WHERE run_id = ?"
+            " ORDER BY attempt DESC, step DESC LIMIT 1",
+            (run_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        reward = self.db.execute(
+            "SELECT reward FROM attempt_steps WHERE run_id = ? AND reward IS NOT NULL"
+            " ORDER BY attempt DESC, step DESC LIMIT 1",
+            (run_id,),
+        ).fetchone()
+        return StepMark(row[0], int(row[1]), int(row[2]), float(row[3]), reward[0] if reward else None)
+
     def steps(self, run_id: str) -> list[StepMark]:
         rows = self.db.execute(
             "SELECT run_id, attempt, step, at, reward FROM attempt_steps WHERE run_id = ?"
@@ -461,6 +477,21 @@ def _run(r: sqlite3.Row) -> RunRow:
         r["next_attempt_json"],
         r["final_reason"],
         bool(r["held"]),
+    )
+
+
+def _decision(r: sqlite3.Row) -> DecisionRow:
+    return DecisionRow(
+        r["id"],
+        r["run_id"],
+        r["attempt"],
+        r["at"],
+        r["rule"],
+        r["action"],
+        r["signature"],
+        r["reason"],
+        json.loads(r["evidence_json"]),
+        r["outcome"],
     )
 
 

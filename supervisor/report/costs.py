@@ -329,6 +329,10 @@ def attempt_segments(f: AttemptFacts, next_submitted: float | None, now: float) 
                 last = end
     if next_submitted is not None and next_submitted > last:
         segs.append(Segment("resubmit" if fail is not None else "idle", last, next_submitted))
+    if next_submitted is not None:
+        # The old job may still be completing when the next attempt is submitted: the run's wall-clock is
+        # counted once, so its last seconds go to the next attempt (whose queue wait holds no GPUs).
+        segs = [Segment(s.phase, s.start, min(s.end, next_submitted)) for s in segs]
     return [s for s in segs if s.end > s.start]
 
 
@@ -344,6 +348,8 @@ def cost(attempts: Sequence[AttemptFacts], now: float) -> Cost:
         alloc: Interval | None = None
         if f.started_at is not None:
             alloc = (f.started_at, f.ended_at if f.ended_at is not None else now)
+            if nxt is not None:
+                alloc = (alloc[0], min(alloc[1], max(alloc[0], nxt.submitted_at)))
             running += max(0.0, alloc[1] - alloc[0])
         a_sec = dict.fromkeys(PHASES, 0.0)
         a_gpu = dict.fromkeys(PHASES, 0.0)

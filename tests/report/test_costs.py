@@ -4,6 +4,7 @@ resubmission, then the next attempt's queue wait and bring-up)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -92,13 +93,23 @@ def test_a_stall_is_detected_long_after_its_last_progress_and_all_its_unsaved_wo
         failure=Failure("rollouts-stalled", "stall", failed_at=125.0, detected_at=1925.0),
         kept_step=20,  # the next attempt resumed where this one had started
     )
-    segs = attempt_segments(stalled, next_submitted=1985.0, now=5000.0)
+    segs = attempt_segments(stalled, next_submitted=2060.0, now=5000.0)
     assert [(s.phase, s.start, s.end) for s in segs] == [
         ("bring_up", 0.0, 100.0),
         ("redone", 100.0, 125.0),
         ("detection", 125.0, 1925.0),
-        ("resubmit", 1925.0, 2000.0),  # cancelled, then the backoff after the job was gone
+        ("resubmit", 1925.0, 2000.0),  # cancelled: the job ends
+        ("resubmit", 2000.0, 2060.0),  # then the rest of the backoff
     ]
+
+
+def test_an_old_job_still_ending_when_the_next_attempt_is_submitted_is_counted_once() -> None:
+    first, second = demo_shape()
+    first = dataclasses.replace(first, ended_at=106.0)  # still COMPLETING when attempt 2 was submitted
+    c = cost([first, second], now=1000.0)
+    assert sum(c.seconds.values()) == pytest.approx(c.wall_s) == 210.0
+    assert c.seconds["resubmit"] == 5.0
+    assert c.running_s == pytest.approx((103.5 - 10.0) + 100.0)
 
 
 def test_a_failure_before_training_costs_bring_up_then_detection_past_the_jobs_end() -> None:

@@ -6,6 +6,7 @@ process saw (Slurm commands and their latency, log bytes read); a bad textfile p
 from __future__ import annotations
 
 import json
+import re
 import stat
 import time
 import urllib.request
@@ -20,6 +21,8 @@ from supervisor.daemon.compose import Built, build
 from supervisor.domain.runs import RunState
 from supervisor.settings import MetricsSettings, Settings
 from tests.cli.test_report import RUN, write_history
+
+REPO = Path(__file__).resolve().parents[2]
 
 LIVE = "live-20261121-000000-beef"
 
@@ -121,6 +124,17 @@ def test_the_endpoint_and_the_textfile_say_what_the_store_and_the_process_know(t
     s = samples(textfile)
     assert s[("shepherd_slurm_commands_total", (("command", "squeue"), ("outcome", "ok")))] == 1
     assert s[("shepherd_slurm_command_seconds_count", (("command", "squeue"),))] == 1
+    built.store.close()
+
+
+def test_the_grafana_dashboard_graphs_only_what_the_exporter_exports(tmp_path: Path) -> None:
+    built = daemon_with_history(tmp_path)
+    http, _ = scrape(built, tmp_path)
+    exported = {name for name, _labels in samples(http)}
+    dashboard = json.loads((REPO / "docs" / "grafana-shepherd.json").read_text())
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel.get("targets", [])]
+    used = {m for e in exprs for m in re.findall(r"shepherd_[a-z_]+", e)}
+    assert len(used) >= 12 and used <= exported, used - exported
     built.store.close()
 
 

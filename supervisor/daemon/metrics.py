@@ -253,9 +253,13 @@ class MetricsExporter:
         s = self.settings
         server = None
         if s.port is not None:
-            server, _thread = start_http_server(s.port, addr=s.host, registry=self.registry)
-            self.port = int(server.server_address[1])
-            log.info("metrics endpoint listening", address=f"http://{s.host}:{self.port}/metrics")
+            try:
+                server, _thread = start_http_server(s.port, addr=s.host, registry=self.registry)
+            except OSError as exc:  # the port is taken, the address is not ours: say so, keep supervising
+                log.error("the metrics endpoint could not listen", host=s.host, port=s.port, error=str(exc))
+            else:
+                self.port = int(server.server_address[1])
+                log.info("metrics endpoint listening", address=f"http://{s.host}:{self.port}/metrics")
         try:
             while True:
                 if s.textfile is not None:

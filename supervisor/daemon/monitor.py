@@ -432,6 +432,7 @@ class Monitor:
                 reward = mev.value
             by_step[mev.step] = (min(at, mev.at), reward)
         for step, (at, reward) in sorted(by_step.items()):
+            # A row without its own time was stamped with `now` (to_metric_events): then it proves nothing.
             self.record_marks(w, w.marks.metrics(step, reward, at, timed=at != now))
 
     def check_ended(self, w: AttemptWatch, now: float, after_s: float | None = None) -> list[Match]:

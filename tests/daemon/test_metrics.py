@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import stat
 import time
 import urllib.request
@@ -16,6 +17,7 @@ import anyio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import ValidationError
+from structlog.testing import capture_logs
 
 from supervisor.daemon.compose import Built, build
 from supervisor.domain.runs import RunState
@@ -162,6 +164,32 @@ def test_log_bytes_read_by_the_monitor_are_counted(tmp_path: Path) -> None:
     built.monitor.read_files(w)
     assert built.metrics.registry.get_sample_value("shepherd_log_bytes_ingested_total") == 1101
     store.close()
+
+
+def test_a_taken_port_is_logged_and_the_textfile_still_written(tmp_path: Path) -> None:
+    built = daemon_with_history(tmp_path)
+    assert built.metrics is not None
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        built.settings.metrics.port = taken.getsockname()[1]
+
+        async def main() -> None:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(built.metrics.run)  # type: ignore[union-attr]
+                with anyio.fail_after(30):
+                    while not (tmp_path / "textfile" / "shepherd.prom").exists():  # noqa: ASYNC110 - a file
+                        await anyio.sleep(0.05)
+                tg.cancel_scope.cancel()
+
+        with capture_logs() as logs:
+            anyio.run(main)
+    assert built.metrics.port is None
+    assert any(e["event"] == "the metrics endpoint could not listen" for e in logs)
+    assert (
+        samples((tmp_path / "textfile" / "shepherd.prom").read_text())[("shepherd_attempts_total", ())] == 3
+    )
+    built.store.close()
 
 
 def test_a_textfile_node_exporter_would_not_read_is_refused_with_the_reason() -> None:

@@ -82,9 +82,13 @@ def _render(report: RunReport, out_png: Path) -> Path:
                 edgecolor="white",
                 linewidth=0.3,
             )
+        labelled = -float("inf")
         for step, at in a.facts.checkpoints:
             xc = x(at)
             ax_t.plot([xc, xc], [y - 0.34, y + 0.34], color="#08306b", linewidth=1.4)
+            if xc - labelled < 0.05 * c.wall_s / size:
+                continue  # too close to the last label to be read: the tick alone says it
+            labelled = xc
             ax_t.annotate(  # the y axis runs downwards: y - 0.34 is the bar's top edge
                 f"step_{step}",
                 (xc, y - 0.34),

@@ -69,3 +69,7 @@ class RunControl(Protocol):
     async def silence(self, target: str, seconds: float, actor: str) -> str: ...
 
     async def plot(self, run: str, actor: str) -> str: ...  # renders, queues the upload into the thread
+
+    async def report(
+        self, run: str, actor: str
+    ) -> str: ...  # the goodput summary; its timeline into the thread

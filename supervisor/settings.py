@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from supervisor.domain.notices import Level
@@ -151,6 +151,43 @@ class WatchSettings(BaseModel):
     )
 
 
+class MetricsSettings(BaseModel):
+    """The daemon's state in Prometheus' format: an HTTP endpoint, a file for node_exporter, or both."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="serve /metrics on this port (0: any free one); off when unset",
+    )
+    host: str = Field(default="127.0.0.1", description="the endpoint's address: loopback unless you mean it")
+    textfile: Path | None = Field(
+        default=None,
+        description="write the metrics here for node_exporter's textfile collector (a `.prom` file in its "
+        "--collector.textfile.directory); off when unset",
+    )
+    textfile_interval_s: float = Field(default=15.0, gt=0, description="how often the textfile is rewritten")
+    max_run_series: int = Field(
+        default=50, ge=0, description="per-run gauges for at most this many active runs (newest first)"
+    )
+    goodput_refresh_s: float = Field(
+        default=60.0, gt=0, description="a run's goodput is recomputed this often"
+    )
+
+    @field_validator("textfile")
+    @classmethod
+    def _prom_suffix(cls, v: Path | None) -> Path | None:
+        if v is not None and v.suffix != ".prom":
+            raise ValueError(f"{v}: node_exporter's textfile collector reads only files ending in .prom")
+        return v
+
+    @property
+    def enabled(self) -> bool:
+        return self.port is not None or self.textfile is not None
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SHEPHERD_", env_nested_delimiter="__", extra="forbid")
 
@@ -170,6 +207,7 @@ class Settings(BaseSettings):
         default=None, description="sbatch script to use instead of the shipped ray.sub"
     )
     slack: SlackSettings = Field(default_factory=SlackSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -51,7 +51,10 @@ from supervisor.domain.runs import AttemptRow, DecisionRow, RunRow, RunState
 from supervisor.domain.spec import JobSpec
 from supervisor.faultpoints import crash_point
 from supervisor.notify.plot import render_curves
+from supervisor.notify.timeline import render_timeline
 from supervisor.ports import NoticeSink, Scheduler, SlurmControl
+from supervisor.report.read import run_report
+from supervisor.report.text import timeline_title
 from supervisor.rules.engine import Evidence, Match, load_ruleset
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError
@@ -123,6 +126,16 @@ class Actions:
         metrics.jsonl or the driver log), so a metric a rule names is found whatever the trainer called it."""
         return run_points(self.store, self.settings.runs_dir, run)
 
+    def timeline(self, run: RunRow, effects: Effects) -> None:
+        """The finished run's timeline and goodput into its thread: what its failures cost, at a glance."""
+        try:
+            rep = run_report(self.store, run, self.clock())
+            png = render_timeline(rep, self.settings.runs_dir / run.id / "timeline.png")
+            title = timeline_title(rep)
+            effects.append(lambda: self.sink.publish_plot(run.id, str(png), title))
+        except Exception:
+            log.exception("could not draw the run's timeline", run_id=run.id)
+
     def _commit(self, decision_id: int, outcome: str, effects: Effects) -> None:
         """The decision's messages and its outcome commit in one transaction: both or neither."""
         crash_point("before-outcome")
@@ -148,6 +161,8 @@ class Actions:
             "excerpt": m.excerpt,
             "metric": m.evidence.metric,
             "step": m.evidence.step,
+            "seen_at": m.evidence.at or None,
+            "since": m.evidence.since,
             "policy": {
                 "category": m.category,
                 "retryable": m.retryable,
@@ -344,6 +359,7 @@ class Actions:
             elif isinstance(effect, Complete):
                 self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
                 self.plot(run, effects)
+                self.timeline(run, effects)
         self._tell(run, m, plan.alert_text, done, effects)
         return "; ".join(d.outcome for d in done if d.outcome) or "recorded"
 
@@ -550,6 +566,7 @@ class Actions:
             self.notify(Notice(run.id, "completed", f"{run.id} completed", level="info"))
             plots: Effects = []
             self.plot(run, plots)
+            self.timeline(run, plots)
             for effect in plots:
                 effect()
             return

@@ -19,7 +19,10 @@ from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import RunRow, RunState
 from supervisor.notify.plot import render_curves
 from supervisor.notify.silences import RULE_PREFIX
+from supervisor.notify.timeline import render_timeline
 from supervisor.ports import CheckpointResolver, ControlError, NoticeSink, SlurmControl
+from supervisor.report.read import RunReport, run_report
+from supervisor.report.text import slack_summary, timeline_title
 from supervisor.settings import Settings
 from supervisor.store import Store
 
@@ -59,6 +62,14 @@ async def plot_run(store: Store, runs_dir: Path, ref: str, out_png: Path) -> tup
         raise ControlError(f"{run.id} has no metrics yet, so there is nothing to plot")
     png = await anyio.to_thread.run_sync(render_curves, points, out_png, run.id)
     return run, png
+
+
+async def report_run(store: Store, ref: str, out_png: Path, now: float) -> tuple[RunReport, Path]:
+    """The run's cost as the store knows it at `now`, and its timeline as a PNG at `out_png` (Slack's
+    `/shepherd report`, the completion post). The store is read here; only the drawing runs in a thread."""
+    rep = run_report(store, find_run(store, ref), now)
+    png = await anyio.to_thread.run_sync(render_timeline, rep, out_png)
+    return rep, png
 
 
 class Controller:
@@ -255,3 +266,12 @@ class DaemonRunControl:
         )
         self.sink.publish_plot(r.id, str(png), f"{r.name}: reward and validation")
         return f"plotting {r.id}: the reward and validation curves are on their way into its thread"
+
+    async def report(self, run: str, actor: str) -> str:
+        """`shepherd report RUN` in words for the caller, and its timeline picture into the run's thread."""
+        r = self.c.find(run)
+        rep, png = await report_run(
+            self.c.store, r.id, self.settings.runs_dir / r.id / "timeline.png", self.c.clock()
+        )
+        self.sink.publish_plot(r.id, str(png), timeline_title(rep))
+        return f"{r.id}: {slack_summary(rep)}. The timeline is on its way into its thread."

@@ -15,6 +15,7 @@ from supervisor.act.actions import Actions
 from supervisor.act.checkpoints import resolve_checkpoint_for_run
 from supervisor.act.control import Controller, DaemonRunControl
 from supervisor.daemon.loops import DAEMON_THREAD, Daemon, Task
+from supervisor.daemon.metrics import MetricsExporter, StoreCollector
 from supervisor.daemon.monitor import Monitor
 from supervisor.daemon.wakeups import StoreScheduler, Wakeups
 from supervisor.domain.notices import Notice
@@ -50,6 +51,7 @@ class Built:
     reloader: Reloader
     daemon: Daemon
     slack: SlackService | None
+    metrics: MetricsExporter | None = None
 
     async def run(self) -> None:
         await self.daemon.run()
@@ -154,8 +156,32 @@ def build(
         tasks=tasks,
         clock=clock,
     )
+    metrics = None
+    if settings.metrics.enabled:
+        collector = StoreCollector(
+            store.path,
+            settings.metrics,
+            blind_since=lambda: daemon.blind_since,
+            accounting_down_since=lambda: daemon.accounting_down_since,
+            clock=clock,
+        )
+        metrics = MetricsExporter(settings.metrics, collector)
+        slurm.on_call = metrics.telemetry.slurm_call
+        monitor.on_log_bytes = metrics.telemetry.log_bytes_read
+        daemon.tasks = (*daemon.tasks, Task("metrics", metrics.run))
     return Built(
-        settings, store, slurm, sink, controller, actions, monitor, heartbeats, reloader, daemon, slack
+        settings,
+        store,
+        slurm,
+        sink,
+        controller,
+        actions,
+        monitor,
+        heartbeats,
+        reloader,
+        daemon,
+        slack,
+        metrics,
     )
 
 

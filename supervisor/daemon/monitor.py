@@ -30,6 +30,7 @@ import structlog
 
 from supervisor.act.actions import Actions
 from supervisor.domain.observations import MetricEvent, ProgressEvent, StateEvent, Tick
+from supervisor.domain.overrides import resume_step
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow
 from supervisor.domain.spec import JobSpec
 from supervisor.domain.trainer_files import METRICS_FILE, STATUS_FILE
@@ -44,6 +45,8 @@ from supervisor.store import Store
 from supervisor.watch.driver_log import CheckpointSaving, DriverLogReader, Scalar, StepStarted
 from supervisor.watch.fswatch import ChangeSource
 from supervisor.watch.lines import SEGMENT_SEP
+from supervisor.watch.marks import End, Mark, MarkOp, MarkTracker, Step
+from supervisor.watch.metric_names import TRAIN_REWARD
 from supervisor.watch.metrics import MetricsReader, to_metric_events
 from supervisor.watch.progress import StatusReader, bar_event, parse_tqdm
 from supervisor.watch.sources import MetricSource, metric_source
@@ -98,6 +101,8 @@ class AttemptWatch:
     unread: set[str] = field(default_factory=set)  # newly watched files, to read once from their cursor
     driver_exited_at: float | None = None  # when the launcher said the driver exited (ENDED should follow)
     ended_alarm: bool = False
+    marks: MarkTracker = field(default_factory=lambda: MarkTracker(None, 0.0))  # for `shepherd report`
+    open_marks: dict[str, int] = field(default_factory=dict)  # stretch kind -> its mark row
 
     @property
     def key(self) -> tuple[str, int]:
@@ -144,6 +149,7 @@ class Monitor:
         self._unsaved: dict[tuple[str, int], set[str]] = {}
         self._scalar_cursors: dict[tuple[str, int], dict[str, FileCursor]] = {}
         self._reading = anyio.Lock()  # one attempt's files and matcher state at a time (a worker thread)
+        self.on_log_bytes: Callable[[int], None] | None = None  # told how many log bytes each read took in
 
     # ---- which attempts are watched -----------------------------------------------------------------
     def ruleset_for(self, spec: JobSpec) -> RuleSet:
@@ -197,10 +203,33 @@ class Monitor:
         )
         if spec.trainer_log_dir is not None:
             w.status = StatusReader(spec.trainer_log_dir / STATUS_FILE)
+        w.marks = self._mark_tracker(run, attempt)
         w.driver_exited_at = self._recover_driver_exit(w)
         self.watches[key] = w
         self._refresh_files(w)
         return w
+
+    def _mark_tracker(self, run: RunRow, attempt: AttemptRow) -> MarkTracker:
+        """What the attempt's timeline already holds (after a restart), so nothing is marked twice."""
+        tracker = MarkTracker(resume_step(attempt.overrides, run.spec), attempt.intent_at)
+        own = [m for m in self.store.marks(run.id) if m.attempt == attempt.n]
+        tracker.training = any(m.kind == "training" for m in own)
+        tracker.ray_up = any(m.kind == "ray_up" for m in own)
+        return tracker
+
+    def record_marks(self, w: AttemptWatch, ops: list[MarkOp]) -> None:
+        """Write the attempt's new timeline marks (microsecond SQLite calls)."""
+        for op in ops:
+            if isinstance(op, Step):
+                self.store.record_step(w.run_id, w.n, op.step, op.at, op.reward)
+            elif isinstance(op, Mark):
+                mark_id = self.store.open_mark(w.run_id, w.n, op.kind, op.at, step=op.step)
+                if op.lasting:
+                    w.open_marks[op.kind] = mark_id
+            elif isinstance(op, End):
+                open_id = w.open_marks.pop(op.kind, None)
+                if open_id is not None:
+                    self.store.close_mark(open_id, op.at)
 
     def _recover_driver_exit(self, w: AttemptWatch) -> float | None:
         """After a restart the tailer resumes past the 'driver exited' line: look for it in the tail."""
@@ -235,6 +264,18 @@ class Monitor:
         w.files |= wanted
         present = [p.name for d in w.log_dirs() for p in d.iterdir()] if w.log_dirs() else []
         note_files(w.state, present)
+        if not w.marks.ray_up and layout.HEAD_STARTED in present:
+            self.record_marks(w, w.marks.ray_started(self._head_started_at(w)))
+
+    def _head_started_at(self, w: AttemptWatch) -> float:
+        """When the launcher wrote STARTED_RAY_HEAD (its mtime), else now."""
+        now = self.clock()
+        for d in w.log_dirs():
+            try:
+                return min(now, (d / layout.HEAD_STARTED).stat().st_mtime)
+            except OSError:
+                continue
+        return now
 
     def _drop(self, w: AttemptWatch) -> None:
         for f in list(w.files) + [str(d) for d in w.log_dirs()] + [str(w.log_base)]:
@@ -295,11 +336,15 @@ class Monitor:
         matches: list[Match] = []
         for path in sorted(paths if paths is not None else w.files):
             while True:
+                before = self.follower.cursor(path)
                 try:
                     result = self.follower.poll(path, flush=flush)
                 except OSError as exc:
                     log.warning("could not read log file", path=path, error=str(exc))
                     break
+                if self.on_log_bytes is not None and result.cursor is not None:
+                    start = before.offset if before is not None and before.inode == result.cursor.inode else 0
+                    self.on_log_bytes(max(0, result.cursor.offset - start))
                 matches += self._scan(w, result)
                 # Saved only after dispatch() recorded what these lines decided: a crash in between
                 # re-reads them, and the store's unique decision index keeps that from acting twice.
@@ -329,6 +374,8 @@ class Monitor:
                     if bar is not None:
                         ev = bar_event(w.run_id, w.n, bar, now)
                         out += feed(w.rules, w.state, ev)
+                        if ev.key == "rollouts":
+                            self.record_marks(w, w.marks.began_training(now))
                         w.progress[f"bar:{bar.desc}"] = {
                             "n": bar.n,
                             "total": bar.total,
@@ -358,6 +405,7 @@ class Monitor:
                         scalars.append(MetricEvent(w.run_id, w.n, item.name, item.step, item.value, now))
         for mev in scalars:
             out += feed(w.rules, w.state, mev)
+        self._mark_metric_steps(w, scalars, now)
         self._note_metrics(w, scalars)
         return out
 
@@ -382,7 +430,10 @@ class Monitor:
                 continue
             bar = parse_tqdm(text.rsplit(SEGMENT_SEP, 1)[-1])
             if bar is not None:
-                out += feed(w.rules, w.state, bar_event(w.run_id, w.n, bar, now))
+                ev = bar_event(w.run_id, w.n, bar, now)
+                out += feed(w.rules, w.state, ev)
+                if ev.key == "rollouts":
+                    self.record_marks(w, w.marks.began_training(now))
                 w.progress[f"bar:{bar.desc}"] = {"n": bar.n, "total": bar.total, "rate": bar.rate, "at": now}
         return out
 
@@ -441,12 +492,26 @@ class Monitor:
                 out += feed(w.rules, w.state, pev)
                 if pev.key == "status":
                     w.progress["status"] = dict(pev.detail)
+                    self.record_marks(w, w.marks.status(pev.detail, now))
         if w.spec.trainer_log_dir is not None:
             events = self.read_metrics(w, w.spec.trainer_log_dir, now)
             for mev in events:
                 out += feed(w.rules, w.state, mev)
+            self._mark_metric_steps(w, events, now)
             self._note_metrics(w, events)
         return out
+
+    def _mark_metric_steps(self, w: AttemptWatch, events: list[MetricEvent], now: float) -> None:
+        """Each new metrics row is a step reached (with its reward), at the row's own time when it has one."""
+        by_step: dict[int, tuple[float, float | None]] = {}
+        for mev in events:
+            at, reward = by_step.get(mev.step, (mev.at, None))
+            if mev.tag == TRAIN_REWARD:  # the readers give Shepherd's names
+                reward = mev.value
+            by_step[mev.step] = (min(at, mev.at), reward)
+        for step, (at, reward) in sorted(by_step.items()):
+            # A row without its own time was stamped with `now` (to_metric_events): then it proves nothing.
+            self.record_marks(w, w.marks.metrics(step, reward, at, timed=at != now))
 
     def check_ended(self, w: AttemptWatch, now: float, after_s: float | None = None) -> list[Match]:
         """What the launcher's ENDED marker says, per its file contract, as one line for the rules.

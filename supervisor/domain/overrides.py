@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
+
+from supervisor.domain.spec import JobSpec
+from supervisor.domain.trainer_files import STEP_DIR_RE
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,3 +45,22 @@ class AttemptOverrides:
             "mounts": list(self.mounts),
             "reason": self.reason,
         }
+
+
+def resume_step(recorded: Mapping[str, Any], spec: JobSpec) -> int | None:
+    """The step an attempt starts from, from what was recorded at its submission (its overrides).
+
+    The checkpoint it was handed (`step_N`); else, for a trainer that resumes from its newest step by itself
+    (`resume.pass_checkpoint: null`), the newest step when it was submitted; else 0 (from scratch). None when
+    nothing tells: a self-resuming trainer whose checkpoints the spec does not name.
+    """
+    checkpoint = recorded.get("checkpoint")
+    if checkpoint:
+        m = STEP_DIR_RE.match(PurePath(str(checkpoint)).name)
+        return int(m.group(1)) if m else None
+    if spec.resume.pass_checkpoint is not None:
+        return 0
+    if spec.checkpoint is None:
+        return None
+    newest = recorded.get("ckpt_step_at_submit")
+    return int(newest) if newest is not None else 0

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.spec import JobSpec
@@ -129,6 +129,36 @@ class DecisionRow:
     reason: str
     evidence: dict[str, Any]
     outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepMark:
+    """A training step an attempt reached, when, and the reward logged for it (if the source gave one)."""
+
+    run_id: str
+    attempt: int
+    step: int
+    at: float
+    reward: float | None = None
+
+
+MarkKind = Literal["ray_up", "training", "validation", "checkpointing", "checkpoint"]
+MARK_KINDS: tuple[MarkKind, ...] = ("ray_up", "training", "validation", "checkpointing", "checkpoint")
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptMark:
+    """A moment or stretch of an attempt the progress source told: Ray up, training begun, a validation or a
+    checkpoint save (`at`..`until`; `until` None: still going, or the daemon stopped watching), a checkpoint
+    written (`step`)."""
+
+    id: int
+    run_id: str
+    attempt: int
+    kind: MarkKind
+    at: float
+    until: float | None = None
+    step: int | None = None
 
 
 @lru_cache(maxsize=4096)

@@ -18,6 +18,11 @@ from supervisor.watch.metric_names import TRAIN_REWARD, TRAIN_REWARD_STD
 _PYPLOT = threading.Lock()  # pyplot keeps a global figure registry: one drawing at a time
 
 
+def pyplot_lock() -> threading.Lock:
+    """Held while drawing: every picture of the daemon (curves, timeline) draws one at a time."""
+    return _PYPLOT
+
+
 def _series(points: Sequence[tuple[str, int, float]]) -> dict[str, list[tuple[int, float]]]:
     """Per tag, (step, value) sorted by step; the last value wins for a repeated step (a resumed run)."""
     by_tag: dict[str, dict[int, float]] = {}
@@ -49,7 +54,7 @@ def render_curves(
         return _render(points, Path(out_png), title, focus)
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     """matplotlib, imported on the first drawing: it is heavy, and most commands never draw."""
     import matplotlib
 
@@ -60,7 +65,7 @@ def _pyplot() -> Any:
 
 
 def _render(points: Sequence[tuple[str, int, float]], out_png: Path, title: str, focus: str | None) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     series = _series(points)
     reward_tag = _reward_tag(series)
     std_tag = TRAIN_REWARD_STD if TRAIN_REWARD_STD in series else None

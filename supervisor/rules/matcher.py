@@ -784,7 +784,7 @@ def _timers(rs: RuleSet, st: MatcherState, now: float) -> list[Match]:
             last = max([st.running_since, *(st.progress_at[k] for k in stt.keys if k in st.progress_at)])
             if key not in st.timer_fired and now - last >= stt.for_s:
                 st.timer_fired.add(key)
-                evd = Evidence(state="RUNNING", reason=f"no progress since {last:.0f}", at=now)
+                evd = Evidence(state="RUNNING", reason=f"no progress since {last:.0f}", at=now, since=last)
                 shown = ", ".join(f"{k}={st.progress_value[k]:g}" for k in stt.keys if k in st.progress_value)
                 reason = f"{cr.rule.description or cr.name}: no progress for {(now - last) / 60:.0f} min" + (
                     f" (last {shown})" if shown else ""
@@ -798,7 +798,7 @@ def _timers(rs: RuleSet, st: MatcherState, now: float) -> list[Match]:
                 and now - st.running_since >= mt.after_s
             ):
                 st.timer_fired.add(key)
-                evd = Evidence(state="RUNNING", reason=f"{mt.file} missing", at=now)
+                evd = Evidence(state="RUNNING", reason=f"{mt.file} missing", at=now, since=st.running_since)
                 reason = (
                     f"{cr.rule.description or cr.name}: {mt.file} not written "
                     f"{(now - st.running_since) / 60:.0f} min after the job started"

@@ -143,7 +143,8 @@ class Evidence:
     line_numbers: tuple[int, ...] = ()  # of each line, when not consecutive (interleaved ranks)
     state: str | None = None
     reason: str = ""
-    at: float = 0.0
+    at: float = 0.0  # when the rule saw it (a line read, a state polled, a timer run out)
+    since: float | None = None  # when the condition began, for timers (the last progress of a stall)
     metric: str = ""  # a metric match: Shepherd's name of the scalar (its recent values are `lines`)
     step: int | None = None  # a metric match: the first step of the stretch that fired (where it went bad)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import getpass
 import os
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,6 +95,8 @@ class SlurmClient:
         self.user = user or getpass.getuser()
         self.stats = SlurmCallStats()
         self.has_accounting: bool | None = None  # learnt on first sacct
+        # Told of every command: (name, seconds, outcome "ok" | "error" | "timeout"), for the metrics.
+        self.on_call: Callable[[str, float, str], None] | None = None
 
     def _exe(self, name: str) -> str:
         return str(self.bin_dir / name) if self.bin_dir else name
@@ -101,19 +104,26 @@ class SlurmClient:
     async def _run(
         self, argv: list[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[bytes]:
-        self.stats.count(Path(argv[0]).name)
+        name = Path(argv[0]).name
+        self.stats.count(name)
         base = dict(os.environ) if self.env is None else dict(self.env)
         if env:
             base.update(env)
+        started = time.monotonic()
+        outcome = "error"
         try:
             with anyio.fail_after(self.timeout_s):
-                return await anyio.run_process(argv, env=base, cwd=cwd, check=False)
+                proc = await anyio.run_process(argv, env=base, cwd=cwd, check=False)
+            outcome = "ok" if proc.returncode == 0 else "error"
+            return proc
         except TimeoutError as exc:
-            raise SlurmUnavailable(
-                f"{Path(argv[0]).name} did not answer within {self.timeout_s:.0f}s"
-            ) from exc
+            outcome = "timeout"
+            raise SlurmUnavailable(f"{name} did not answer within {self.timeout_s:.0f}s") from exc
         except OSError as exc:
             raise SlurmUnavailable(f"could not run {argv[0]}: {exc}") from exc
+        finally:
+            if self.on_call is not None:
+                self.on_call(name, time.monotonic() - started, outcome)
 
     def _fail(self, argv: list[str], proc: subprocess.CompletedProcess[bytes]) -> SlurmError:
         err = proc.stderr.decode(errors="replace").strip() or proc.stdout.decode(errors="replace").strip()

@@ -16,7 +16,17 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow, HistoryEntry, RunRow, RunState
+from supervisor.domain.runs import (
+    AttemptMark,
+    AttemptRow,
+    AttemptState,
+    DecisionRow,
+    HistoryEntry,
+    MarkKind,
+    RunRow,
+    RunState,
+    StepMark,
+)
 from supervisor.store.connection import (
     connect,
     connect_readonly,
@@ -372,26 +382,26 @@ class Store:
         except sqlite3.IntegrityError:
             return None
 
+    def acting_decisions(self, after_id: int = 0) -> list[DecisionRow]:
+        """Every decision that did something (not a follow-up), of every run, with an id above `after_id`."""
+        rows = self.db.execute(
+            "SELECT * FROM decisions WHERE action != 'none' AND id > ? ORDER BY id", (after_id,)
+        ).fetchall()
+        return [_decision(r) for r in rows]
+
+    def count_attempts(self) -> int:
+        """Attempts that became (or may have become) Slurm jobs, over all runs."""
+        row = self.db.execute(
+            "SELECT COUNT(*) FROM attempts WHERE state != ?", (AttemptState.NEVER_SUBMITTED,)
+        ).fetchone()
+        return int(row[0])
+
     def set_decision_outcome(self, decision_id: int, outcome: str) -> None:
         self.db.execute("UPDATE decisions SET outcome = ? WHERE id = ?", (outcome, decision_id))
 
     def decisions(self, run_id: str) -> list[DecisionRow]:
         rows = self.db.execute("SELECT * FROM decisions WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
-        return [
-            DecisionRow(
-                r["id"],
-                r["run_id"],
-                r["attempt"],
-                r["at"],
-                r["rule"],
-                r["action"],
-                r["signature"],
-                r["reason"],
-                json.loads(r["evidence_json"]),
-                r["outcome"],
-            )
-            for r in rows
-        ]
+        return [_decision(r) for r in rows]
 
     # ---- progress and metrics snapshot (for `status` and `watch`) --------------------------------------
     def save_progress(self, run_id: str, attempt: int, data_json: str) -> None:
@@ -418,6 +428,58 @@ class Store:
         if row is None:
             return None
         return str(json.loads(row[0]).get("title", "")), int(row[1]), float(row[2])
+
+    # ---- each attempt's timeline (for `shepherd report`) ------------------------------------------------
+    def record_step(self, run_id: str, n: int, step: int, at: float, reward: float | None = None) -> None:
+        """Attempt n reached `step` at `at` (the earliest report wins; a reward is kept once known)."""
+        self.db.execute(
+            "INSERT INTO attempt_steps (run_id, attempt, step, at, reward) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT(run_id, attempt, step) DO UPDATE SET at = MIN(at, excluded.at),"
+            " reward = COALESCE(excluded.reward, reward)",
+            (run_id, n, step, at, reward),
+        )
+
+    def open_mark(self, run_id: str, n: int, kind: MarkKind, at: float, *, step: int | None = None) -> int:
+        cur = self.db.execute(
+            "INSERT INTO attempt_marks (run_id, attempt, kind, at, step) VALUES (?, ?, ?, ?, ?)",
+            (run_id, n, kind, at, step),
+        )
+        return int(cur.lastrowid or 0)
+
+    def close_mark(self, mark_id: int, until: float) -> None:
+        self.db.execute("UPDATE attempt_marks SET until = ? WHERE id = ? AND until IS NULL", (until, mark_id))
+
+    def latest_step(self, run_id: str) -> StepMark | None:
+        """The furthest step of the run's newest attempt that reached one, with the newest reward logged."""
+        row = self.db.execute(
+            "SELECT run_id, attempt, step, at, reward FROM attempt_steps WHERE run_id = ?"
+            " ORDER BY attempt DESC, step DESC LIMIT 1",
+            (run_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        reward = self.db.execute(
+            "SELECT reward FROM attempt_steps WHERE run_id = ? AND reward IS NOT NULL"
+            " ORDER BY attempt DESC, step DESC LIMIT 1",
+            (run_id,),
+        ).fetchone()
+        return StepMark(row[0], int(row[1]), int(row[2]), float(row[3]), reward[0] if reward else None)
+
+    def steps(self, run_id: str) -> list[StepMark]:
+        rows = self.db.execute(
+            "SELECT run_id, attempt, step, at, reward FROM attempt_steps WHERE run_id = ?"
+            " ORDER BY attempt, step",
+            (run_id,),
+        ).fetchall()
+        return [StepMark(r[0], int(r[1]), int(r[2]), float(r[3]), r[4]) for r in rows]
+
+    def marks(self, run_id: str) -> list[AttemptMark]:
+        rows = self.db.execute(
+            "SELECT id, run_id, attempt, kind, at, until, step FROM attempt_marks WHERE run_id = ?"
+            " ORDER BY attempt, id",
+            (run_id,),
+        ).fetchall()
+        return [AttemptMark(int(r[0]), r[1], int(r[2]), r[3], float(r[4]), r[5], r[6]) for r in rows]
 
     # ---- file cursors (the tailer's CursorStore) -----------------------------------------------------
     def load_cursor(self, path: str) -> tuple[int, int, int] | None:
@@ -446,6 +508,21 @@ def _run(r: sqlite3.Row) -> RunRow:
         r["next_attempt_json"],
         r["final_reason"],
         bool(r["held"]),
+    )
+
+
+def _decision(r: sqlite3.Row) -> DecisionRow:
+    return DecisionRow(
+        r["id"],
+        r["run_id"],
+        r["attempt"],
+        r["at"],
+        r["rule"],
+        r["action"],
+        r["signature"],
+        r["reason"],
+        json.loads(r["evidence_json"]),
+        r["outcome"],
     )
 
 

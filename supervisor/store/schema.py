@@ -187,5 +187,35 @@ CREATE TABLE progress (
 );
 """
 
+# What each attempt did with its allocation, for `shepherd report`: the steps it reached (when, with the
+# reward logged for them) and the stretches the progress source tells apart (Ray up, training begun,
+# validation, checkpointing, a checkpoint written). One row per step and attempt: the run's timeline.
+_TIMELINE_SCHEMA = """
+CREATE TABLE attempt_steps (
+    run_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    at REAL NOT NULL,
+    reward REAL,
+    PRIMARY KEY (run_id, attempt, step)
+);
+CREATE TABLE attempt_marks (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    at REAL NOT NULL,
+    until REAL,
+    step INTEGER
+);
+CREATE INDEX attempt_marks_run ON attempt_marks(run_id, attempt, id);
+"""
+
 # Each entry moves the schema from version i to i+1. Never edit a released entry: append.
-MIGRATIONS: tuple[str, ...] = (_CORE_SCHEMA, SLACK_SCHEMA_SQL, _PROGRESS_SCHEMA, SLACK_INCIDENTS_SQL)
+MIGRATIONS: tuple[str, ...] = (
+    _CORE_SCHEMA,
+    SLACK_SCHEMA_SQL,
+    _PROGRESS_SCHEMA,
+    SLACK_INCIDENTS_SQL,
+    _TIMELINE_SCHEMA,
+)

@@ -1,4 +1,5 @@
-"""The README's first command, shortened: the demo must keep working end to end."""
+"""The README's first command, shortened: the demo must keep working end to end, and its report must price
+the injected failure from the attempts' real times in the store."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from supervisor.domain.runs import AttemptRow, DecisionRow
+from supervisor.store import Store
 from tests.support.daemon import REPO
 
 pytestmark = [pytest.mark.slurm, pytest.mark.ray]
@@ -48,3 +52,60 @@ def test_the_demo_detects_the_failure_resumes_and_completes(tmp_path: Path, slur
     )
     assert [t for t in texts if any(h in t for h in health)] == []
     assert (root / "reward.png").stat().st_size > 10_000
+
+    check_the_report(root, record)
+
+
+def check_the_report(root: Path, record: dict[str, Any]) -> None:
+    """`shepherd report --json` against what the store recorded: every number of the injected failure."""
+    (r,) = json.loads((root / "report.json").read_text())["runs"]
+    store = Store.open_readonly(root / "shepherd" / "state" / "shepherd.sqlite3")
+    a1, a2 = store.attempts(r["run"])
+    assert a1.started_at and a1.ended_at and a2.started_at and a2.ended_at
+    (d,) = [x for x in store.decisions(r["run"]) if x.rule == "hf-cache-not-shared"]
+    steps = {(s.attempt, s.step): s.at for s in store.steps(r["run"])}
+    written = {(m.attempt, m.step): m.at for m in store.marks(r["run"]) if m.kind == "checkpoint"}
+    store.close()
+
+    (f,) = r["failures"]
+    assert (f["rule"], f["attempt"], r["attempts"], r["restarts"]) == ("hf-cache-not-shared", 1, 2, 1)
+    assert r["failures_by_rule"] == {"hf-cache-not-shared": 1}
+    # The fault strikes in step 12's training: step 11 was the last reached, step_10 the checkpoint resumed.
+    assert a2.checkpoint is not None and a2.checkpoint.endswith("step_10")
+    assert max(s for (n, s) in steps if n == 1) == 11 and f["steps_redone"] == 1
+    seen = float(d.evidence["seen_at"])
+    assert a1.started_at < seen <= d.at <= a2.intent_at
+    stopped = min(seen, a1.ended_at)  # training ends at the failure (or the job's end, if it came first)
+    assert f["detection_s"] == pytest.approx(d.at - stopped)  # the line read -> the decision
+    assert f["resubmit_s"] == pytest.approx(a2.intent_at - d.at)  # backoff (5 s) and the old job's end
+    assert f["resubmit_s"] >= 5.0
+    assert f["requeue_s"] == pytest.approx(a2.started_at - a2.intent_at)
+    kept_until = written.get((1, 10), steps[(1, 10)])  # step_10 written (its save included)
+    assert f["redone_s"] == pytest.approx(stopped - kept_until) and f["redone_s"] > 0
+    assert f["bring_up_s"] > 0 and f["gpu_hours"] > 0
+    assert r["gpu_unit"] == "node" and r["gpus"] == 1  # the demo asks for no GPUs: node-hours
+    assert r["wall_s"] == pytest.approx(a2.ended_at - a1.intent_at)
+    assert sum(r["seconds"].values()) == pytest.approx(r["wall_s"])
+    running = (min(a1.ended_at, a2.intent_at) - a1.started_at) + (a2.ended_at - a2.started_at)
+    assert r["allocated_gpu_hours"] == pytest.approx(running / 3600)
+    assert 0 < r["goodput"] < 1 and r["seconds"]["productive"] > r["seconds"]["redone"]
+    _attempts_in_order(a1, a2, d)
+    # The timeline picture reached the run's thread, and `-o` drew the same kind of picture.
+    titles = [f["title"] for u in record["completed_uploads"] for f in u["files"]]
+    assert any(t.startswith("demo-grpo: timeline (goodput ") for t in titles), titles
+    assert (root / "timeline.png").stat().st_size > 10_000
+    # The daemon's metrics for node_exporter parse with Prometheus' own parser.
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families((root / "metrics" / "shepherd.prom").read_text())
+        for s in fam.samples
+    }
+    assert samples[("shepherd_attempts_total", ())] == 2
+    assert samples[("shepherd_failures_total", (("rule", "hf-cache-not-shared"),))] == 1
+    assert samples[("shepherd_slurm_commands_total", (("command", "sbatch"), ("outcome", "ok")))] == 2
+
+
+def _attempts_in_order(a1: AttemptRow, a2: AttemptRow, d: DecisionRow) -> None:
+    """The store's own times tell one story: submitted, started, decided, resubmitted, started, ended."""
+    assert a1.started_at is not None and a2.started_at is not None and a2.ended_at is not None
+    assert a1.intent_at <= a1.started_at < d.at <= a2.intent_at < a2.started_at <= a2.ended_at

@@ -285,8 +285,10 @@ def test_messages_queued_while_slack_is_down_arrive_afterwards_in_order_once(
     wait_message(slack, ts, lambda m: kind_of(m) == "completed", "completed in the thread")
     wait_for(drained, 60, 0.2, "the outbox to drain")
     with db(sup) as c:
-        rows = c.execute(
-            "SELECT id, payload, result_ts FROM slack_outbox WHERE run_id = ? ORDER BY id", (run,)
+        rows = c.execute(  # messages; the completion's pictures are uploads, checked below
+            "SELECT id, payload, result_ts FROM slack_outbox WHERE run_id = ? AND kind != 'upload'"
+            " ORDER BY id",
+            (run,),
         ).fetchall()
         instance = c.execute("SELECT value FROM slack_meta WHERE key = 'instance'").fetchone()[0]
     expected = [(f"{instance}:{oid}", json.loads(p)["text"], rts) for oid, p, rts in rows]
@@ -305,6 +307,12 @@ def test_messages_queued_while_slack_is_down_arrive_afterwards_in_order_once(
     resumed = next(m for m in got if kind_of(m) == "resumed")
     assert "cuda-oom" in resumed["text"] or "cuda-oom" in json.dumps(resumed["blocks"])
     assert "OutOfMemoryError" in code_blocks(resumed)[0]  # the matched log lines
+
+    # The timeline picture (queued at completion, during the outage) reached the thread, once.
+    titles = [
+        f["title"] for u in slack.recorded().completed_uploads for f in u["files"] if u["thread_ts"] == ts
+    ]
+    assert [t for t in titles if t.startswith(f"{name}: timeline")] != [] and len(titles) == len(set(titles))
 
     # The store tells the same story the thread does.
     events = [e["kind"] for e in sup.status(run)["events"]]

@@ -124,3 +124,8 @@ class FakeControl:
         self._known(run)
         self.calls.append(("plot", run, actor))
         return f"Plotting {run}"
+
+    async def report(self, run: str, actor: str) -> str:
+        self._known(run)
+        self.calls.append(("report", run, actor))
+        return f"Reporting {run}"

@@ -61,6 +61,11 @@ class Plot:
 
 
 @dataclass(frozen=True, slots=True)
+class Report:
+    run: str
+
+
+@dataclass(frozen=True, slots=True)
 class Silence:
     target: str  # a run ref, or "rule:<name>"
     seconds: float
@@ -76,7 +81,7 @@ class ParseError:
     message: str
 
 
-Command = Resume | Status | Cancel | Hold | Release | GiveUp | Silence | Plot | Help
+Command = Resume | Status | Cancel | Hold | Release | GiveUp | Silence | Plot | Report | Help
 Parsed = Command | ParseError
 
 HELP_TEXT = (
@@ -86,6 +91,7 @@ HELP_TEXT = (
     "`/cancel <run>` · `/hold <run>` · `/release <run>`\n"
     "`/shepherd silence <run|rule:NAME> <duration>` — e.g. `4h`, `30m`\n"
     "`/shepherd plot <run>` — reward and validation curves, posted into the run's thread\n"
+    "`/shepherd report <run>` — goodput and what each failure cost; the timeline into the run's thread\n"
     "`/shepherd <command> ...` works for all of the above. `/help` shows this."
 )
 
@@ -100,6 +106,7 @@ def action_name(cmd: Command) -> str:
         GiveUp: "give_up",
         Silence: "silence",
         Plot: "plot",
+        Report: "report",
         Help: "help",
     }[type(cmd)]
 
@@ -132,7 +139,9 @@ def _run(arg: str) -> str | ParseError:
     return ParseError(f"`{blocks.escape(blocks.clip(arg, 60))}` is not a run name or id")
 
 
-def _one_run(verb: str, args: list[str], ctor: type[Cancel | Hold | Release | GiveUp | Plot]) -> Parsed:
+def _one_run(
+    verb: str, args: list[str], ctor: type[Cancel | Hold | Release | GiveUp | Plot | Report]
+) -> Parsed:
     if len(args) != 1:
         return ParseError(f"usage: `/{verb} <run>`")
     run = _run(args[0])
@@ -171,6 +180,8 @@ def parse_words(verb: str, args: list[str]) -> Parsed:
         return _one_run("give_up", args, GiveUp)
     if verb == "plot":
         return _one_run("shepherd plot", args, Plot)
+    if verb == "report":
+        return _one_run("shepherd report", args, Report)
     if verb == "silence":
         if len(args) != 2:
             return ParseError("usage: `/shepherd silence <run|rule:NAME> <duration>` (e.g. `4h`)")
@@ -194,7 +205,7 @@ def parse_slash(command: str, text: str) -> Parsed:
         if not words:
             return Help()
         return parse_words(words[0], words[1:])
-    if name in ("resume", "status", "cancel", "hold", "release", "help", "silence", "plot"):
+    if name in ("resume", "status", "cancel", "hold", "release", "help", "silence", "plot", "report"):
         return parse_words(name, words)
     return ParseError(f"unknown command `/{blocks.escape(blocks.clip(name, 40))}`")
 
@@ -236,12 +247,12 @@ class Verdict:
 
 
 def authorise(cmd: Command, user_id: str, channel_id: str | None, policy: AuthPolicy) -> Verdict:
-    """Deny by default; /help is harmless and always allowed; /status and plot only read."""
+    """Deny by default; /help is harmless and always allowed; /status, plot and report only read."""
     if isinstance(cmd, Help):
         return Verdict(True, "ok")
     valid_user = bool(SLACK_ID_RE.fullmatch(user_id))
     is_actor = valid_user and user_id in policy.actors
-    if isinstance(cmd, Status | Plot):  # looking, not acting: the wider read list
+    if isinstance(cmd, Status | Plot | Report):  # looking, not acting: the wider read list
         if is_actor or "*" in policy.status_readers or (valid_user and user_id in policy.status_readers):
             return Verdict(True, "ok")
         return Verdict(False, "not_authorised", _REFUSAL)

@@ -191,7 +191,7 @@ class CommandHandler:
             self._finish(audit_id, "error", type(exc).__name__)
             return ":boom: Shepherd hit an internal error doing that; it is logged on the supervisor host."
         self._finish(audit_id, "ok", message)
-        if not isinstance(parsed, cmds.Status | cmds.Plot):  # looking leaves no note; a plot is its own
+        if not isinstance(parsed, cmds.Status | cmds.Plot | cmds.Report):  # looking leaves no note
             self._note_in_thread(inv, parsed, message)
         return message
 
@@ -212,6 +212,8 @@ class CommandHandler:
                 return await c.give_up(run, actor)
             case cmds.Plot(run):
                 return await c.plot(run, actor)
+            case cmds.Report(run):
+                return await c.report(run, actor)
             case cmds.Silence(target, seconds):
                 message = await c.silence(target, seconds, actor)
                 if self.notifier is not None:

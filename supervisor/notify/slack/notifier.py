@@ -95,6 +95,14 @@ class Thread:
     ts: str | None
 
 
+def outbox_backlog(db: sqlite3.Connection) -> tuple[int, float | None]:
+    """(messages not yet delivered, when the oldest of them was queued), for `status` and the metrics."""
+    row = db.execute(
+        "SELECT COUNT(*), MIN(created_at) FROM slack_outbox WHERE sent_at IS NULL AND dead = 0"
+    ).fetchone()
+    return int(row[0]), (float(row[1]) if row[1] is not None else None)
+
+
 class Notifier:
     """Synchronous, never blocks on Slack. Returns the outbox id of what it queued, or None if held back."""
 
@@ -361,11 +369,7 @@ class Notifier:
         return str(row[0]) if row else None
 
     def pending(self) -> int:
-        return int(
-            self.db.execute(
-                "SELECT COUNT(*) FROM slack_outbox WHERE sent_at IS NULL AND dead = 0"
-            ).fetchone()[0]
-        )
+        return outbox_backlog(self.db)[0]
 
     # -- internals --------------------------------------------------------------------------------
 

@@ -33,6 +33,8 @@ POLICY = c.AuthPolicy.of(actors={"U0ALICE"}, status_readers={"U0CAROL"})
         ("/shepherd", "give_up gsm8k-a", c.GiveUp("gsm8k-a")),
         ("/shepherd", "plot gsm8k-a", c.Plot("gsm8k-a")),
         ("/shepherd", "  PLOT   gsm8k-a-20261121-000000-abcd ", c.Plot("gsm8k-a-20261121-000000-abcd")),
+        ("/shepherd", "report gsm8k-a", c.Report("gsm8k-a")),
+        ("/report", "gsm8k-a", c.Report("gsm8k-a")),
     ],
 )
 def test_well_formed_commands_parse_to_typed_commands(command: str, text: str, expected: c.Command) -> None:
@@ -58,6 +60,9 @@ def test_well_formed_commands_parse_to_typed_commands(command: str, text: str, e
         ("/shepherd", "plot a b", "usage: `/shepherd plot <run>`"),
         ("/shepherd", "plot $(id)", "not a run name"),
         ("/shepherd", "plot ../../etc/passwd", "not a run name"),
+        ("/shepherd", "report", "usage: `/shepherd report <run>`"),
+        ("/shepherd", "report a --since 2026", "usage: `/shepherd report <run>`"),
+        ("/shepherd", "report $(id)", "not a run name"),
         ("/deploy", "prod", "unknown command"),
     ],
 )
@@ -104,6 +109,14 @@ def test_plot_only_looks_so_it_is_open_to_the_status_readers() -> None:
     assert "/shepherd plot <run>" in c.HELP_TEXT
 
 
+def test_report_only_looks_so_it_is_open_to_the_status_readers() -> None:
+    report = c.Report("gsm8k-a")
+    assert c.authorise(report, "U0CAROL", "C1", POLICY).allowed
+    assert not c.authorise(report, "U0BOB", "C1", POLICY).allowed
+    assert c.action_name(report) == "report" and c.command_run(report) == "gsm8k-a"
+    assert "/shepherd report <run>" in c.HELP_TEXT
+
+
 def test_channel_allow_list_restricts_where_actions_are_accepted() -> None:
     policy = c.AuthPolicy.of(actors={"U0ALICE"}, channels={"C0OPS"})
     assert c.authorise(c.Cancel("x"), "U0ALICE", "C0OPS", policy).allowed
@@ -134,6 +147,7 @@ hostile = st.one_of(
                 "silence",
                 "give_up",
                 "plot",
+                "report",
                 "help",
                 "latest",
                 "best",

@@ -1,0 +1,726 @@
+"""Goodput of a 16k-GPU training campaign under three ways of supervising it, side by side, in one run.
+
+The failure trace is shaped like the published Llama 3 405B pre-training interruptions ("The Llama 3 Herd of
+Models", 2024, section 3.3.4 and Table 5): 466 interruptions in a 54-day snapshot on 16,384 H100s, 47 of them
+planned (maintenance, configuration changes) and 419 unexpected, by root cause (counts from Table 5, grouped):
+
+    gpu       196  faulty GPU 148, GPU SRAM 19, GPU system processor 17, thermal 6, silent data corruption 6
+    hbm        72  GPU HBM3 memory
+    network    49  switch/cable 35, NIC 7, NCCL watchdog timeouts 7
+    host       46  host maintenance 32, SSD 3, power supply 3, chassis 2, IO board 2, CPU 2, system memory 2
+    software   56  software bugs 54, dependencies 2
+
+plus the jobs' own time limits (--time-limit-h). Gaps between failures are drawn (seeded) from an exponential
+distribution and scaled so the 419 unexpected failures fall over exactly --days of training: the mean time
+between failures (MTBF) is the paper's, about 3.1 h. Each failure shows itself the way it does on Slurm: a
+GPU or HBM fault as a CUDA/Xid line and a crash; a network fault as the NCCL watchdog's line after the
+collective timeout; a host as NODE_FAIL (and srun's "Node failure on") after SlurmdTimeout; a software bug as
+a Ray actor death (a rule knows it) or, for --software-unrecognised of them, a traceback no rule knows. A
+fraction --hang-fraction of GPU, HBM and network faults hang silently instead: no line, no exit, the steps
+just stop. Planned interruptions are graceful preemptions (the trainer saves first).
+
+The same trace is replayed under three strategies, each with its real cadence:
+
+    human         the seeds' monitor_training.py (not in this repository; modelled from its description):
+                  squeue every 300 s, alerts on a job's end; a human reacts after --human-reaction-s and
+                  resubmits from the latest checkpoint. A silent hang is seen only when the job hits its time
+                  limit.
+    poller        a fixed-interval poller that resumes every failed job from the latest checkpoint at once
+                  (SkyPilot-like: job status every 15 s, no hang detection, no backoff).
+    shepherd      Shepherd's REAL decision code: the default rules (rules/default.yaml) compiled by the real
+                  engine see each failure's line or Slurm state (or, for a hang, the clock: the
+                  `rollouts-stalled` timer), decide/history.py turns the run's attempts and decisions so far
+                  into the policy's records, decide/plan.py + decide/policy.py decide (budget, backoff,
+                  thrash and same-signature stops), decide/checkpoints.py picks the checkpoint. Detection
+                  cadences are the daemon's defaults (settings.py): log files polled every
+                  watch.poll_interval_s (shared filesystems), Slurm every slurm.steady_poll_interval_s. When
+                  the policy stops resuming, a human must `shepherd resume` (same reaction time as above).
+                  Hang detection is today's fixed 30-minute stall rule; --learnt-hang-bound-s models the
+                  learnt bound being built now (off by default; a projection line shows what it would give).
+
+All three share the time model for Slurm requeue and start-up (--queue-wait-s, --startup-s, --job-exit-s,
+--cancel-s), the checkpoint interval and save time (--checkpoint-interval-s, --checkpoint-save-s) and the
+latest-checkpoint choice. Each attempt becomes the report's input (supervisor/report/costs.py), so the lost
+time per failure (work redone since the checkpoint, failure -> detection, detection -> resubmission, then the
+requeue and bring-up) is computed by the same model as `shepherd report`.
+
+Goodput here is productive GPU-hours / GPU-hours of the campaign's reservation (wall-clock x GPUs): a 16k-GPU
+campaign holds its GPUs while it waits for detection, a human and the requeue. `job_goodput` is the report's
+own definition (productive / allocated to jobs). Shepherd's own overhead per failure = failure visible ->
+decision -> resubmission (backoff and any wait for a human included; the job's own timeouts such as the NCCL
+watchdog and SlurmdTimeout, the queue wait and the recompute excluded), as a fraction of the MTBF; goal < 1%.
+
+Prints lost GPU-hours per failure by cause and the goodput of each strategy, ratios against the human
+baseline, writes bench/results/goodput.json; the LAST line is a JSON object with goodput (per strategy),
+shepherd_overhead_fraction_of_mtbf and shepherd_best_goodput.
+Usage: .venv/bin/python bench/goodput.py [--seed 405] [--hang-fraction 0.05] [--learnt-hang-bound-s 300] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from supervisor.decide.checkpoints import choose, discover
+from supervisor.decide.history import attempt_records, policy_config
+from supervisor.decide.plan import GiveUp, Resume, plan_match
+from supervisor.domain.jobstate import JobState
+from supervisor.domain.observations import ProgressEvent, StateEvent, Tick
+from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow
+from supervisor.domain.spec import JobSpec
+from supervisor.report.costs import AttemptFacts, Cost, Failure, cost
+from supervisor.rules.engine import (
+    Match,
+    MatcherState,
+    RuleSet,
+    feed,
+    flush,
+    load_ruleset,
+    note_files,
+    scan_lines,
+)
+from supervisor.settings import Settings
+from supervisor.watch.lines import normalise_text
+
+RESULTS = Path(__file__).resolve().parent / "results" / "goodput.json"
+RUN = "llama3-405b"
+CAUSES = {"gpu": 196, "hbm": 72, "network": 49, "host": 46, "software": 56}
+PLANNED = 47
+# What each cause writes where Shepherd reads it (real lines; each must be claimed by the rule named).
+LINES = {
+    "gpu": (
+        "NVRM: Xid (PCI:0000:b7:00): 79, pid=2517, name=python, GPU has fallen off the bus.",
+        "cuda-hardware-error",
+    ),
+    "hbm": ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "cuda-hardware-error"),
+    "network": (
+        "[rank1234]:[E1121 03:12:44.123456 4242 ProcessGroupNCCL.cpp:616] [Rank 1234] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=600000) "
+        "ran for 600043 milliseconds before timing out.",
+        "nccl-error",
+    ),
+    "host": ("srun: error: Node failure on node0421", "node-failure"),
+    "software": (
+        "(raylet) ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+        "ray-actor-died",
+    ),
+    "software-unknown": ("ValueError: tensor shapes do not match in moe_dispatch (8192 vs 8190)", None),
+}
+STATES = {"host": JobState.NODE_FAIL, "time_limit": JobState.TIMEOUT, "planned": JobState.PREEMPTED}
+STRATEGIES = ("human", "poller", "shepherd")
+HISTORY = 64  # attempts the policy is shown (see ShepherdDecider.decide)
+KEEP_CHECKPOINTS = 3  # the newest checkpoints the trainer keeps on disk (NeMo RL's keep_top_k + latest)
+LABEL = {
+    "human": "human + monitor_training.py (300 s poll, alert only)",
+    "poller": "fixed-interval poller (15 s, resume all, no hang detection)",
+    "shepherd": "Shepherd (real rules, policy, checkpoint choice)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One interruption of the trace: after `gap_s` of training since the previous one."""
+
+    cause: str  # gpu | hbm | network | host | software | planned | done
+    gap_s: float
+    hang: bool = False
+    recognised: bool = True
+
+
+@dataclass
+class Outcome:
+    """One strategy's campaign: the attempts as the report sees them, and what each failure was."""
+
+    attempts: list[AttemptFacts] = field(default_factory=list)
+    causes: list[str] = field(default_factory=list)  # per attempt: what ended it
+    overhead: list[tuple[str, float]] = field(
+        default_factory=list
+    )  # (cause, visible -> resubmitted) per failure
+    stops: list[str] = field(default_factory=list)  # why Shepherd's policy stopped and waited for a human
+    human_wait: list[float] = field(default_factory=list)  # per failure: of its overhead, waiting for a human
+    decision_cpu_s: list[float] = field(default_factory=list)
+
+
+def trace(args: argparse.Namespace) -> list[Event]:
+    rng = random.Random(args.seed)
+    causes = [c for c, n in CAUSES.items() for _ in range(n)]
+    rng.shuffle(causes)
+    gaps = [rng.expovariate(1.0) for _ in causes]
+    scale = args.days * 86400.0 / sum(gaps)
+    events = []
+    for cause, gap in zip(causes, gaps, strict=True):
+        hang = cause in ("gpu", "hbm", "network") and rng.random() < args.hang_fraction
+        recognised = cause != "software" or rng.random() >= args.software_unrecognised
+        events.append(Event(cause, gap * scale, hang, recognised))
+    # Planned interruptions fall at random points of the same campaign.
+    total = args.days * 86400.0
+    marks = sorted(rng.uniform(0, total) for _ in range(PLANNED))
+    merged: list[Event] = []
+    pos, i = 0.0, 0
+    for ev in events:
+        end = pos + ev.gap_s
+        while i < len(marks) and marks[i] < end:
+            merged.append(Event("planned", marks[i] - pos))
+            ev = Event(ev.cause, end - marks[i], ev.hang, ev.recognised)
+            pos = marks[i]
+            i += 1
+        merged.append(ev)
+        pos = end
+    merged.append(Event("done", args.tail_h * 3600.0))
+    return merged
+
+
+def next_poll(t: float, period: float, phase: float) -> float:
+    return phase + math.ceil((t - phase) / period) * period
+
+
+class ShepherdDecider:
+    """The real rules, history, policy and plan over the run so far, as the daemon would call them."""
+
+    def __init__(self, rules: RuleSet, spec: JobSpec) -> None:
+        self.rules = rules
+        self.spec = spec
+        self.cfg = policy_config(spec)
+        self.attempts: list[AttemptRow] = []
+        self.decisions: list[DecisionRow] = []
+
+    def attempt_row(
+        self, n: int, submitted: float, started: float, ended: float | None, start_step: int
+    ) -> None:
+        overrides = {
+            "checkpoint": f"/ckpt/step_{start_step}" if start_step else None,
+            "ckpt_step_at_submit": start_step,
+        }
+        row = AttemptRow(
+            RUN,
+            n,
+            f"{RUN}-a{n}",
+            AttemptState.SUBMITTED,
+            str(10000 + n),
+            submitted,
+            submitted,
+            started,
+            ended,
+            "RUNNING",
+            None,
+            None,
+            "node[0001-2048]",
+            overrides["checkpoint"],
+            json.dumps(overrides),
+            None,
+            None,
+        )
+        if self.attempts and self.attempts[-1].n == n:
+            self.attempts[-1] = row
+        else:
+            self.attempts.append(row)
+
+    def match(
+        self, n: int, started: float, cause: str, ev: Event, *, seen: float, until: float
+    ) -> Match | None:
+        """What the default rules make of this failure, through the real engine (None: no rule knows it).
+
+        A hang is the clock's business: the monitor ticks every second from the last progress (`seen`) until
+        a stall rule fires or the job's time limit (`until`) comes first."""
+        st = MatcherState(run_id=RUN, attempt=n, job_id=str(10000 + n))
+        feed(self.rules, st, StateEvent(RUN, n, str(10000 + n), JobState.RUNNING, at=started))
+        note_files(st, ["STARTED_RAY_HEAD", "ray-head.log", "ray-driver.log"])  # Ray came up
+        found: list[Match] = []
+        if cause == "hang":
+            feed(self.rules, st, ProgressEvent(RUN, n, "step", 1.0, at=seen))
+            t = seen
+            while not found and t < until:
+                found = feed(self.rules, st, Tick(t))
+                t += 1.0
+        elif cause in ("time_limit", "planned"):
+            found = feed(self.rules, st, StateEvent(RUN, n, str(10000 + n), STATES[cause], at=seen))
+        else:
+            key = cause if ev.recognised else "software-unknown"
+            line, _ = LINES[key]
+            batch = normalise_text(line + "\n")
+            found = scan_lines(
+                self.rules, st, batch.texts, "ray-driver.log", 1, seen, prefixes=batch.prefixes
+            )
+            found += flush(self.rules, st, seen)
+            if cause == "host":
+                found += feed(self.rules, st, StateEvent(RUN, n, str(10000 + n), JobState.NODE_FAIL, at=seen))
+        acting = [m for m in found if not m.followup]
+        return acting[0] if acting else None
+
+    def unrecognised(self, n: int, now: float) -> None:
+        """What Actions.on_unmatched_end records for an end no rule claimed (the run waits for a human)."""
+        self.decisions.append(
+            DecisionRow(
+                len(self.decisions) + 1,
+                RUN,
+                n,
+                now,
+                "unrecognised-failure",
+                "alert",
+                "unrecognised:FAILED",
+                "no rule recognised the failure",
+                {"state": "FAILED", "exit_code": 1},
+                "alerted",
+            )
+        )
+
+    def decide(self, m: Match, n: int, now: float, ckpt_after: int) -> Resume | GiveUp | None:
+        """decide/plan.py on the run's real history (the decision recorded first, as Actions.on_match)."""
+        evidence = {
+            "policy": {
+                "category": m.category,
+                "retryable": m.retryable,
+                "deterministic": m.deterministic,
+                "max_retries": m.max_retries,
+                "ckpt_after": ckpt_after,
+            }
+        }
+        self.decisions.append(
+            DecisionRow(
+                len(self.decisions) + 1,
+                RUN,
+                n,
+                now,
+                m.rule,
+                ",".join(m.action_names),
+                m.signature,
+                m.reason,
+                evidence,
+                "carried out",
+            )
+        )
+        # The policy looks back to the last progress, a healthy stretch, another signature or an hour ago;
+        # the newest HISTORY attempts hold all of that (the daemon passes them all: O(n) per decision).
+        past = attempt_records(
+            self.attempts[-HISTORY:],
+            [d for d in self.decisions[-4 * HISTORY :] if d.attempt is not None and d.attempt > n - HISTORY],
+            now=now,
+            current=m,
+            run_cap=self.cfg.max_retries,
+        )
+        plan = plan_match(
+            m,
+            past,
+            self.cfg,
+            now=now,
+            context=m.template_context(
+                str(10000 + n), {"name": RUN, "shared_cache_dir": "/shared/cache", "checkpoint_dir": "/ckpt"}
+            ),
+            default_checkpoint=self.spec.resume.checkpoint,
+        )
+        for effect in plan.effects:
+            if isinstance(effect, Resume | GiveUp):
+                return effect
+        return None
+
+
+def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules: RuleSet) -> Outcome:
+    s = Settings()
+    rng = random.Random(f"{args.seed}-{strategy}")
+    poll = {"human": 300.0, "poller": 15.0, "shepherd": s.slurm.steady_poll_interval_s}[strategy]
+    phase = rng.uniform(0, poll)
+    gpus = float(args.gpus)
+    cycle = args.checkpoint_interval_s + args.checkpoint_save_s
+    spec = JobSpec.model_validate(
+        {
+            "name": RUN,
+            "command": ["python", "-m", "train"],
+            "slurm": {"nodes": args.gpus // 8, "gpus_per_node": 8},
+            "checkpoint": {"dir": "/ckpt"},
+        }
+    )
+    decider = ShepherdDecider(rules, spec)
+    out = Outcome()
+    saved_steps: list[int] = [0]  # complete checkpoints on disk (campaign steps)
+    submit_at, work, i = 0.0, 0.0, 0
+    remaining = events[0].gap_s
+    while i < len(events):
+        ev = events[i]
+        n = len(out.attempts) + 1
+        started = submit_at + args.sbatch_s + args.queue_wait_s
+        train_start = started + args.startup_s
+        start_work = work
+        start_step = int(start_work // args.step_s)
+        limit_end = started + args.time_limit_h * 3600.0 if args.time_limit_h else math.inf
+        e_event = remaining
+        cause = ev.cause
+        if train_start + e_event > limit_end:
+            e_event, cause = max(0.0, limit_end - train_start), "time_limit"
+        hang = ev.hang and cause != "time_limit"
+        fail = train_start + e_event
+        cycles = int(e_event // cycle)
+        offset = e_event - cycles * cycle
+        reached_work = (
+            start_work + cycles * args.checkpoint_interval_s + min(offset, args.checkpoint_interval_s)
+        )
+        kept_work = start_work + cycles * args.checkpoint_interval_s
+        ckpts = [
+            (int((start_work + k * args.checkpoint_interval_s) // args.step_s), train_start + k * cycle)
+            for k in range(1, cycles + 1)
+        ]
+        stretches = [("checkpointing", t - args.checkpoint_save_s, t) for _, t in ckpts]
+        if offset > args.checkpoint_interval_s:
+            stretches.append(("checkpointing", fail - (offset - args.checkpoint_interval_s), fail))
+        decider.attempt_row(n, submit_at, started, None, start_step)
+        if cause == "done":
+            end = fail + args.job_exit_s
+            out.attempts.append(
+                AttemptFacts(
+                    n,
+                    gpus,
+                    submit_at,
+                    started,
+                    end,
+                    start_step,
+                    steps=((int(reached_work // args.step_s), fail),),
+                    training_at=train_start,
+                    stretches=tuple(stretches),
+                    checkpoints=tuple(ckpts),
+                )
+            )
+            out.causes.append("done")
+            break
+        if cause == "planned":  # graceful: the trainer saves when Slurm signals it, then the job ends
+            kept_work = reached_work
+            job_end = fail + args.checkpoint_save_s
+            stretches.append(("checkpointing", fail, job_end))
+            ckpts.append((int(kept_work // args.step_s), job_end))
+            visible = fail = job_end
+        elif hang:
+            job_end, visible = limit_end, fail  # nothing ends and nothing is written: the steps just stop
+        elif cause == "time_limit":
+            job_end = visible = limit_end
+        else:
+            delay = {"network": args.nccl_timeout_s, "host": args.slurmd_timeout_s}.get(
+                cause, args.log_flush_s
+            )
+            visible = fail + delay
+            job_end = visible + (0.0 if cause == "host" else args.job_exit_s)
+        saved_steps += [s for s, _ in ckpts]
+        # -- who sees it, when, and what they do --------------------------------------------------------
+        stop = None
+        if strategy == "shepherd":
+            cpu0 = time.perf_counter()
+            if hang:
+                seen = fail  # the last progress: the stall timer runs from here
+            elif cause in ("time_limit", "planned") or (cause == "software" and not ev.recognised):
+                seen = next_poll(job_end, poll, phase)  # a Slurm state: the next poll sees it
+            else:
+                seen = visible + rng.uniform(0, s.watch.poll_interval_s)  # a line: the next look at the file
+            m = decider.match(n, started, "hang" if hang else cause, ev, seen=seen, until=limit_end)
+            if m is None and hang:  # the time limit came first: TIMEOUT, seen at the next poll
+                seen = next_poll(limit_end, poll, phase)
+                m = decider.match(n, started, "time_limit", ev, seen=seen, until=limit_end)
+            detected = m.evidence.at if m is not None and hang else seen
+            if m is None:  # no rule: the job ends FAILED, recorded as `unrecognised-failure`; a human resumes
+                detected = next_poll(job_end, poll, phase)
+                decider.unrecognised(n, detected)
+            if detected < job_end:  # Shepherd cancels a job it has given up on or will resume
+                job_end = min(job_end, detected + args.cancel_s)
+            decider.attempt_row(n, submit_at, started, job_end, start_step)
+            decision = decider.decide(m, n, detected, saved_steps[-1]) if m is not None else None
+            out.decision_cpu_s.append(time.perf_counter() - cpu0)
+            gone = next_poll(job_end, poll, phase)
+            if isinstance(decision, Resume):
+                resubmit = max(decision.at, gone)
+                selector = decision.selector
+            else:
+                stop = decision.reason if isinstance(decision, GiveUp) else "no rule recognised the failure"
+                resubmit = max(detected, gone) + args.human_reaction_s + args.human_resubmit_s
+                selector = "latest"
+        else:
+            detected = next_poll(job_end, poll, phase)
+            resubmit = detected + (
+                args.human_reaction_s + args.human_resubmit_s if strategy == "human" else 0.0
+            )
+            selector = "latest"
+        # The checkpoint: the real choice among complete ones (a save cut short is a tmp_step_N: never).
+        kept = sorted(set(saved_steps))[-KEEP_CHECKPOINTS:]
+        listing = [(f"step_{st}", {"step": st}, True) for st in kept]
+        if offset > args.checkpoint_interval_s and cause != "planned":
+            listing.append((f"tmp_step_{int(reached_work // args.step_s)}", None, False))
+        chosen = choose(discover(listing), selector).checkpoint
+        resume_step = chosen.step if chosen is not None else 0
+        rule = cause
+        if strategy == "shepherd":
+            rule = m.rule if m is not None else "unrecognised-failure"
+        category = (
+            m.category
+            if strategy == "shepherd" and m is not None
+            else (
+                "time_limit" if cause == "time_limit" else "preemption" if cause == "planned" else "failure"
+            )
+        )
+        out.attempts.append(
+            AttemptFacts(
+                n,
+                gpus,
+                submit_at,
+                started,
+                job_end,
+                start_step,
+                steps=tuple(sorted({(s, t) for s, t in ckpts} | {(int(reached_work // args.step_s), fail)})),
+                training_at=train_start,
+                stretches=tuple(stretches),
+                checkpoints=tuple(ckpts),
+                failure=Failure(rule, category, fail, max(detected, fail)),
+                kept_step=resume_step,
+            )
+        )
+        out.causes.append("hang" if hang else cause)
+        if cause not in ("time_limit", "planned"):
+            out.overhead.append((cause, resubmit - visible))
+            out.human_wait.append(args.human_reaction_s + args.human_resubmit_s if stop is not None else 0.0)
+        if stop is not None:
+            out.stops.append(stop)
+        work = resume_step * args.step_s
+        submit_at = resubmit
+        if cause == "time_limit":
+            remaining -= e_event  # the failure clock ran; the trace's event still lies ahead
+        else:
+            i += 1
+            remaining = events[i].gap_s if i < len(events) else 0.0
+    return out
+
+
+def summarise(out: Outcome, args: argparse.Namespace) -> dict[str, Any]:
+    c: Cost = cost(out.attempts, now=out.attempts[-1].ended_at or 0.0)
+    reserved = c.wall_s * args.gpus / 3600.0
+    by_cause: dict[str, list[float]] = {}
+    for f in c.failures:
+        cause = out.causes[f.attempt - 1]
+        by_cause.setdefault(cause, []).append(f.total_s * args.gpus / 3600.0)
+    unexpected = [o for _, o in out.overhead]
+    return {
+        "goodput": c.gpu_hours["productive"] / reserved,
+        "job_goodput": c.goodput,
+        "wall_days": c.wall_s / 86400.0,
+        "productive_days": c.seconds["productive"] / 86400.0,
+        "attempts": c.attempts,
+        "lost_gpu_hours_per_failure": {k: statistics.fmean(v) for k, v in sorted(by_cause.items())},
+        "failures_by_cause": {k: len(v) for k, v in sorted(by_cause.items())},
+        "overhead_s_per_failure": statistics.fmean(unexpected) if unexpected else 0.0,
+        "human_wait_s_per_failure": statistics.fmean(out.human_wait) if out.human_wait else 0.0,
+        "overhead_by_cause_s": {
+            k: statistics.fmean([o for cz, o in out.overhead if cz == k])
+            for k in sorted({cz for cz, _ in out.overhead})
+        },
+        "seconds": {k: v for k, v in c.seconds.items() if v},
+        "stops_for_a_human": len(out.stops),
+        "stop_reasons": {
+            k: sum(1 for r in out.stops if stop_kind(r) == k)
+            for k in sorted({stop_kind(r) for r in out.stops})
+        },
+        "decision_cpu_ms_p50": 1000 * statistics.median(out.decision_cpu_s) if out.decision_cpu_s else None,
+    }
+
+
+def stop_kind(reason: str) -> str:
+    """The policy's reason for stopping, without the run's particulars."""
+    for prefix, kind in (
+        ("no rule", "no rule recognised the failure"),
+        ("retry budget", "retry budget spent (failures without a new checkpoint)"),
+        ("the same failure", "the same signature 4 times in a row"),
+        ("thrashing", "thrashing"),
+    ):
+        if reason.startswith(prefix):
+            return kind
+    return reason
+
+
+def stall_rules(bound_s: float) -> RuleSet:
+    """The default rules with `rollouts-stalled` firing after `bound_s` (what a learnt bound would do)."""
+    import tempfile
+
+    text = f"""rules:
+  - name: rollouts-stalled
+    description: no training progress (steps, rollout bar, status.json) while the job runs
+    priority: 30
+    category: stall
+    retryable: true
+    max_retries: 2
+    trigger: {{kind: stalled, for: {int(bound_s)}s, keys: [step, rollouts, status]}}
+    actions:
+      - resume: {{from: latest}}
+      - alert: {{level: warning, message: "{{run}}: {{reason}}"}}
+"""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
+        fh.write(text)
+    return load_ruleset([Path(fh.name)])
+
+
+def check_lines(rules: RuleSet) -> None:
+    """Every representative line must be claimed by the rule it stands for, through the real engine."""
+    for key, (line, rule) in LINES.items():
+        st = MatcherState(run_id=RUN, attempt=1)
+        batch = normalise_text(line + "\n")
+        got = [
+            m.rule
+            for m in scan_lines(rules, st, batch.texts, "ray-driver.log", 1, 1.0, prefixes=batch.prefixes)
+            + flush(rules, st, 1.0)
+            if not m.followup
+        ]
+        if (got[0] if got else None) != rule:
+            raise SystemExit(f"bench/goodput.py: the {key} line is claimed by {got}, not {rule}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seed", type=int, default=405)
+    ap.add_argument("--gpus", type=int, default=16384)
+    ap.add_argument("--days", type=float, default=54.0, help="training time over which the 419 failures fall")
+    ap.add_argument("--tail-h", type=float, default=1.0, help="training after the last failure, then done")
+    ap.add_argument("--checkpoint-interval-s", type=float, default=1800.0)
+    ap.add_argument("--checkpoint-save-s", type=float, default=60.0)
+    ap.add_argument("--step-s", type=float, default=20.0, help="one training step")
+    ap.add_argument("--time-limit-h", type=float, default=24.0, help="Slurm time limit per job (0: none)")
+    ap.add_argument(
+        "--hang-fraction", type=float, default=0.05, help="of GPU, HBM and network faults (assumed)"
+    )
+    ap.add_argument("--software-unrecognised", type=float, default=0.5, help="software bugs no rule knows")
+    ap.add_argument("--sbatch-s", type=float, default=1.0)
+    ap.add_argument(
+        "--queue-wait-s", type=float, default=120.0, help="requeue into the campaign's reservation"
+    )
+    ap.add_argument("--startup-s", type=float, default=600.0, help="job start -> first step (Ray, weights)")
+    ap.add_argument("--job-exit-s", type=float, default=30.0, help="a crashed driver -> the job's end")
+    ap.add_argument("--cancel-s", type=float, default=30.0, help="scancel -> the job's end (KillWait)")
+    ap.add_argument(
+        "--nccl-timeout-s", type=float, default=600.0, help="collective timeout before the watchdog"
+    )
+    ap.add_argument("--slurmd-timeout-s", type=float, default=300.0, help="a dead node -> NODE_FAIL")
+    ap.add_argument("--log-flush-s", type=float, default=1.0, help="a crash -> its line in the log")
+    ap.add_argument(
+        "--human-reaction-s", type=float, default=1800.0, help="alert -> a human acts (nights too)"
+    )
+    ap.add_argument("--human-resubmit-s", type=float, default=120.0, help="a human's resubmission")
+    ap.add_argument(
+        "--learnt-hang-bound-s",
+        type=float,
+        default=None,
+        help="model Shepherd's hang detection as a learnt bound (default: the fixed 30-min rule)",
+    )
+    ap.add_argument(
+        "--projection-bound-s", type=float, default=300.0, help="learnt bound for the projection line"
+    )
+    ap.add_argument("--no-save", action="store_true", help=f"do not write {RESULTS}")
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    default_rules = load_ruleset()
+    check_lines(default_rules)
+    rules = stall_rules(args.learnt_hang_bound_s) if args.learnt_hang_bound_s else default_rules
+    events = trace(args)
+    mtbf = args.days * 86400.0 / sum(CAUSES.values())
+    res = {st: summarise(simulate(st, events, args, rules), args) for st in STRATEGIES}
+    projection = summarise(simulate("shepherd", events, args, stall_rules(args.projection_bound_s)), args)
+    elapsed = time.perf_counter() - t0
+
+    hang_model = (
+        f"learnt bound {args.learnt_hang_bound_s:.0f} s (--learnt-hang-bound-s)"
+        if args.learnt_hang_bound_s
+        else "today's fixed 30-min stall rule (rollouts-stalled); a learnt bound is being built: "
+        "--learnt-hang-bound-s N models it"
+    )
+    hangs = sum(1 for e in events if e.hang)
+    print(
+        f"trace: {sum(CAUSES.values())} unexpected failures ({hangs} silent hangs) + {PLANNED} planned over "
+        f"{args.days:g} days on {args.gpus} GPUs; MTBF {mtbf / 3600:.2f} h; checkpoint every "
+        f"{args.checkpoint_interval_s / 60:.0f} min ({args.checkpoint_save_s:.0f} s save)"
+    )
+    print(f"Shepherd's hang detection: {hang_model}")
+    causes = sorted({c for r in res.values() for c in r["lost_gpu_hours_per_failure"]})
+    print("\nlost GPU-hours per failure by cause (redone + detection + resubmission + requeue + bring-up):")
+    print(f"  {'cause':<11}{'n':>5}" + "".join(f"{st:>12}" for st in STRATEGIES))
+    for c in causes:
+        n = res["shepherd"]["failures_by_cause"].get(c, 0)
+        row = "".join(
+            f"{res[st]['lost_gpu_hours_per_failure'].get(c, float('nan')):>12,.0f}" for st in STRATEGIES
+        )
+        print(f"  {c:<11}{n:>5}{row}")
+    print(
+        "\n"
+        + f"  {'strategy':<62}{'goodput':>8}{'vs human':>9}{'job gp':>8}{'wall d':>8}{'overhead/failure':>17}"
+    )
+    base = res["human"]["goodput"]
+    for st in STRATEGIES:
+        r = res[st]
+        print(
+            f"  {LABEL[st]:<62}{100 * r['goodput']:>7.2f}%{r['goodput'] / base:>8.3f}x"
+            f"{100 * (r['job_goodput'] or 0):>7.2f}%{r['wall_days']:>8.2f}"
+            f"{r['overhead_s_per_failure']:>15.0f} s"
+        )
+    sh = res["shepherd"]
+    frac = sh["overhead_s_per_failure"] / mtbf
+    proj_frac = projection["overhead_s_per_failure"] / mtbf
+    best = sh["goodput"] >= max(r["goodput"] for r in res.values())
+    print(
+        f"\nShepherd's own overhead per failure (visible -> decided -> resubmitted): "
+        f"{sh['overhead_s_per_failure']:.0f} s = {100 * frac:.2f}% of the MTBF (goal < 1%: "
+        f"{'met' if frac < 0.01 else 'NOT met'}); by cause: "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in sh["overhead_by_cause_s"].items())
+    )
+    print(
+        f"  the policy stopped for a human {sh['stops_for_a_human']} time(s): "
+        + (", ".join(f"{k} x{v}" for k, v in sh["stop_reasons"].items()) or "-")
+        + f"; waiting for that human is {sh['human_wait_s_per_failure']:.0f} s of the overhead per failure"
+        f" (without it: {100 * (sh['overhead_s_per_failure'] - sh['human_wait_s_per_failure']) / mtbf:.2f}%"
+        " of the MTBF)"
+    )
+    print(
+        f"  decision code (engine + history + policy + plan), CPU per failure: "
+        f"p50 {sh['decision_cpu_ms_p50']:.2f} ms"
+    )
+    print(
+        f"  projection with a learnt hang bound of {args.projection_bound_s:.0f} s (not built yet): overhead "
+        f"{projection['overhead_s_per_failure']:.0f} s = {100 * proj_frac:.2f}% of the MTBF, goodput "
+        f"{100 * projection['goodput']:.2f}%"
+    )
+    print(
+        f"Shepherd has the best goodput of the three: {'yes' if best else 'NO'}; simulated in {elapsed:.1f} s"
+    )
+
+    last = {
+        "goodput": {st: round(res[st]["goodput"], 5) for st in STRATEGIES},
+        "job_goodput": {st: round(res[st]["job_goodput"] or 0.0, 5) for st in STRATEGIES},
+        "shepherd_overhead_fraction_of_mtbf": round(frac, 5),
+        "shepherd_overhead_s_per_failure": round(sh["overhead_s_per_failure"], 1),
+        "shepherd_human_wait_s_per_failure": round(sh["human_wait_s_per_failure"], 1),
+        "shepherd_stops_for_a_human": sh["stops_for_a_human"],
+        "shepherd_best_goodput": best,
+        "mtbf_s": round(mtbf, 1),
+        "hang_detection": "learnt" if args.learnt_hang_bound_s else "fixed-30min",
+        "projection_learnt_bound": {
+            "bound_s": args.projection_bound_s,
+            "overhead_fraction_of_mtbf": round(proj_frac, 5),
+            "goodput": round(projection["goodput"], 5),
+        },
+        "elapsed_s": round(elapsed, 1),
+    }
+    if not args.no_save:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(
+            json.dumps(
+                {"params": vars(args), "strategies": res, "projection": projection, "summary": last},
+                indent=2,
+                default=str,
+            )
+            + "\n"
+        )
+    print(json.dumps(last))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

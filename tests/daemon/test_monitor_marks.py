@@ -1,0 +1,96 @@
+"""The monitor writes each attempt's timeline into the store as the trainer's files show it: Ray up from the
+launcher's STARTED_RAY_HEAD, steps (with their reward) from status.json and metrics.jsonl, validation and
+checkpoint stretches, checkpoints written; a resumed attempt marks only the steps past its checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from supervisor.daemon.compose import build
+from supervisor.daemon.monitor import Monitor
+from supervisor.settings import Settings
+
+RUN = "toy-20260101-000000-abcd"
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def write_status(logs: Path, **fields: object) -> None:
+    tmp = logs / "status.json.tmp"
+    tmp.write_text(json.dumps(fields))
+    os.replace(tmp, logs / "status.json")
+
+
+def test_the_monitor_records_ray_up_steps_rewards_and_stretches_of_a_resumed_attempt(tmp_path: Path) -> None:
+    logs = tmp_path / "trainer-logs"
+    (logs / "exp_001").mkdir(parents=True)
+    built = build(Settings(root=tmp_path / "root"))
+    store = built.store
+    spec = {
+        "name": "toy",
+        "command": ["true"],
+        "trainer_log_dir": str(logs),
+        "checkpoint": {"dir": str(tmp_path / "ck")},
+        "resume": {"pass_checkpoint": ["--resume-from", "{checkpoint}"]},
+    }
+    store.create_run(RUN, "toy", json.dumps(spec), "spec.yaml")
+    store.begin_attempt(RUN, lambda n: f"t{n}", {"checkpoint": str(tmp_path / "ck" / "step_10")})
+    store.attempt_submitted(RUN, 1, "4242")
+    attempt = store.get_attempt(RUN, 1)
+    run = store.get_run(RUN)
+    assert attempt is not None and run is not None
+    t0 = attempt.intent_at
+    clock = Clock(t0 + 30)
+    monitor = Monitor(store, built.settings, built.actions, built.heartbeats, clock=clock)
+
+    head_dir = built.settings.runs_dir / RUN / "logs" / "4242-logs"
+    head_dir.mkdir(parents=True)
+    (head_dir / "STARTED_RAY_HEAD").touch()
+    os.utime(head_dir / "STARTED_RAY_HEAD", (t0 + 20, t0 + 20))
+    # Last attempt's rows (up to its crash at step 12) are still in the file, and its status.json too.
+    rows = [{"step": s, "time": t0 - 100 + s, "train/reward_mean": 0.1 * s} for s in range(1, 13)]
+    (logs / "exp_001" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_status(logs, phase="failed", step=12, started_at=t0 - 500, last_progress_at=t0 - 90)
+    w = monitor.watch_for(run, attempt)
+    assert w is not None
+    monitor.read_trainer(w)
+
+    write_status(logs, phase="starting", step=10, started_at=t0 + 21, last_progress_at=t0 + 25)
+    monitor.read_trainer(w)
+    write_status(logs, phase="generating", step=10, started_at=t0 + 21, last_progress_at=t0 + 31)
+    monitor.read_trainer(w)
+    with (logs / "exp_001" / "metrics.jsonl").open("a") as fh:
+        fh.write(json.dumps({"step": 11, "time": t0 + 40, "train/reward_mean": 0.55}) + "\n")
+    write_status(logs, phase="validating", step=11, started_at=t0 + 21, last_progress_at=t0 + 40.2)
+    monitor.read_trainer(w)
+    write_status(
+        logs,
+        phase="checkpointing",
+        step=11,
+        started_at=t0 + 21,
+        last_progress_at=t0 + 44,
+        last_checkpoint=str(tmp_path / "ck" / "step_11"),
+        timestamp=t0 + 46,
+    )
+    monitor.read_trainer(w)
+    write_status(logs, phase="generating", step=11, started_at=t0 + 21, last_progress_at=t0 + 47)
+    monitor.read_trainer(w)
+
+    assert [(s.attempt, s.step, s.at, s.reward) for s in store.steps(RUN)] == [(1, 11, t0 + 40, 0.55)]
+    marks = [(m.kind, m.at, m.until, m.step) for m in store.marks(RUN)]
+    assert marks == [
+        ("ray_up", t0 + 20, None, None),
+        ("training", t0 + 31, None, None),
+        ("validation", t0 + 40.2, t0 + 44, None),
+        ("checkpointing", t0 + 44, t0 + 47, None),
+        ("checkpoint", t0 + 46, None, 11),
+    ]
+    store.close()

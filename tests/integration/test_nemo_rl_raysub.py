@@ -210,11 +210,15 @@ def test_a_hand_submitted_ray_sub_job_is_adopted_and_resumed_from_its_best_step(
     assert shown["val:accuracy"] == pytest.approx(0.9), shown  # `• Accuracy` of step 40's validation
 
 
-def test_ray_bring_up_failure_is_read_from_ended(sup: DaemonProcess, tmp_path: Path) -> None:
+BOTH = pytest.mark.parametrize("script", [MAIN, V060], ids=["main", "v0.6.0"])
+
+
+@BOTH
+def test_ray_bring_up_failure_is_read_from_ended(sup: DaemonProcess, script: Path, tmp_path: Path) -> None:
     """CPUS_PER_WORKER above the node's CPUs: the head srun is refused, ray.sub writes ENDED and exits 1;
     ray-startup-failed names it (and the run gives up: one attempt allowed)."""
     command = driver(tmp_path, "no-ray")
-    path = nemo_spec(tmp_path, "no-ray", V060, command, env={"CPUS_PER_WORKER": "64"})
+    path = nemo_spec(tmp_path, "no-ray", script, command, env={"CPUS_PER_WORKER": "64"})
     path.write_text(
         path.read_text().replace("resume: {backoff_s: 0,", "resume: {backoff_s: 0, max_attempts: 1,")
     )
@@ -227,14 +231,16 @@ def test_ray_bring_up_failure_is_read_from_ended(sup: DaemonProcess, tmp_path: P
     assert not (tmp_path / "no-ray" / "record.jsonl").exists()  # the driver never ran
 
 
+@BOTH
 def test_a_requeued_job_is_followed_into_its_restart_folder(
-    sup: DaemonProcess, slurm_cluster: SlurmCluster, tmp_path: Path
+    sup: DaemonProcess, slurm_cluster: SlurmCluster, script: Path, tmp_path: Path
 ) -> None:
-    """main's ray.sub logs a requeued job to `<jobid>-<restart>-logs/`: the same attempt goes on, and its
-    progress comes from the new folder's ray-driver.log (the first run is requeued before step 8)."""
+    """A requeued job goes on as the same attempt. main's ray.sub logs the restart to
+    `<jobid>-<restart>-logs/`, v0.6.0's to the same `<jobid>-logs/`, truncating ray-driver.log: either way
+    the progress comes from the restarted driver (the first run is requeued before step 8)."""
     logs = tmp_path / "requeued" / "slurm-logs"
     command = driver(tmp_path, "requeued", "--steps", "8", "--step-seconds", "1")
-    path = nemo_spec(tmp_path, "requeued", MAIN, command, f"log_dir: {logs}", extra_args=("--requeue",))
+    path = nemo_spec(tmp_path, "requeued", script, command, f"log_dir: {logs}", extra_args=("--requeue",))
     run = sup.submit(path)
 
     def step() -> int:
@@ -249,5 +255,7 @@ def test_a_requeued_job_is_followed_into_its_restart_folder(
     assert [a["job_id"] for a in status["attempt_list"]] == [job]  # a requeue is not a new attempt
     # Two launches of the driver, both attempt 1 (main clears SLURM_* before the driver: no job id there).
     assert [r["attempt"] for r in records(tmp_path, "requeued")] == [1, 1]
-    assert sorted(p.name for p in logs.glob(f"{job}-*logs")) == [f"{job}-1-logs", f"{job}-logs"]
+    restart_folders = "SLURM_RESTART_COUNT" in script.read_text()
+    want = [f"{job}-1-logs", f"{job}-logs"] if restart_folders else [f"{job}-logs"]
+    assert sorted(p.name for p in logs.glob(f"{job}-*logs")) == want
     assert status["progress"]["step"]["n"] == 8  # only the restarted run got there

@@ -205,8 +205,10 @@ def test_shutdown_frees_the_engine_and_its_process_group(engine: Engine) -> None
     """Last in the module: the fixture's own shutdown afterwards is then a no-op."""
     be = engine.backend
     assert torch.distributed.is_initialized()  # the in-process engine's (gloo, world size 1)
+    assert be.sync_dir.is_dir()  # the backend's own temporary dir (the file fallback wrote there)
     be.shutdown()
     assert not torch.distributed.is_initialized()
+    assert not be.sync_dir.exists()
     with pytest.raises(RuntimeError, match="shut down"):
         be.generate(PROMPTS[:1], [0], 2)
     be.shutdown()  # twice is fine

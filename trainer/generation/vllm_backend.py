@@ -27,6 +27,7 @@ import contextlib
 import gc
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,17 +122,22 @@ class VllmGenerationBackend(GenerationBackend):
                 "process): vLLM's RPC cannot carry tensors to other processes; use auto or filesystem"
             )
         max_model_len: int | None = None
+        self._owned_dirs: list[Path] = []  # temporary dirs made here, removed at shutdown
         if model_dir is None:
             # a model built from a config (tiny-llama): vLLM only needs its config.json, weights come by refit
             if hf_config is None:
                 raise ValueError("vllm backend needs model_dir or hf_config")
             model_dir = tempfile.mkdtemp(prefix="shepherd-vllm-model-")
+            self._owned_dirs.append(Path(model_dir))
             (Path(model_dir) / "config.json").write_text(json.dumps(hf_config, default=str))
             max_model_len = spec.max_seq_len
         self.pad_id, self.eos_id, self.temperature = pad_id, eos_id, temperature
         self.llm: Any = None
         self.weight_sync = weight_sync
-        self.sync_dir = Path(weight_sync_dir or tempfile.mkdtemp(prefix="shepherd-vllm-sync-"))
+        if weight_sync_dir is None:
+            weight_sync_dir = tempfile.mkdtemp(prefix="shepherd-vllm-sync-")
+            self._owned_dirs.append(Path(weight_sync_dir))
+        self.sync_dir = Path(weight_sync_dir)
         self._file_loader_set = False
         if kv_cache_memory_bytes is None and self.on_cpu:
             kv_cache_memory_bytes = CPU_KV_CACHE_BYTES
@@ -260,6 +266,8 @@ class VllmGenerationBackend(GenerationBackend):
         # torch.distributed group it created, so another engine can start in this process
         self.llm.llm_engine.engine_core.shutdown()
         self.llm = None
+        for d in self._owned_dirs:
+            shutil.rmtree(d, ignore_errors=True)
         gc.collect()
         if not self.on_cpu:
             torch.cuda.empty_cache()

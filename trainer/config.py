@@ -46,7 +46,9 @@ class SchedulerConfig:
 
 @dataclass
 class VllmConfig:
+    # On CPU vLLM reads gpu_memory_utilization as a share of host RAM; kv_cache_memory_bytes, when set, wins.
     gpu_memory_utilization: float = 0.5
+    kv_cache_memory_bytes: int | None = None  # None: gpu_memory_utilization decides on GPU, 256 MiB on CPU
     tensor_parallel_size: int = 1
     enforce_eager: bool = True
     weight_sync: str = "auto"  # auto | collective_rpc | filesystem
@@ -197,6 +199,7 @@ _POSITIVE = (
     "policy.train_micro_batch_size",
     "policy.generation.max_new_tokens",
     "policy.generation.num_chunks",
+    "policy.generation.vllm_cfg.tensor_parallel_size",
     "policy.tiny.n_layers",
     "policy.tiny.d_model",
     "policy.tiny.n_heads",
@@ -309,6 +312,9 @@ def validate(cfg: TrainerConfig) -> None:
         raise ConfigError(
             "policy.tiny.n_heads: head dim d_model/n_heads must be >= 32 (vLLM paged attention)"
         )
+    kv_bytes = cfg.policy.generation.vllm_cfg.kv_cache_memory_bytes
+    if kv_bytes is not None and kv_bytes <= 0:
+        raise ConfigError("policy.generation.vllm_cfg.kv_cache_memory_bytes: must be > 0 or null")
     if cfg.policy.generation.temperature <= 0:
         raise ConfigError("policy.generation.temperature: must be > 0 (greedy is used only for validation)")
     if cfg.fault.kind == "signal":

@@ -282,6 +282,8 @@ class Trainer:
             backend_kwargs.update(
                 model_dir=None if spec.model_name in ("tiny", "tiny-llama") else spec.model_name,
                 gpu_memory_utilization=v.gpu_memory_utilization,
+                kv_cache_memory_bytes=v.kv_cache_memory_bytes,
+                dtype=torch.bfloat16 if self.cfg.policy.precision == "bfloat16" else torch.float32,
                 tensor_parallel_size=v.tensor_parallel_size,
                 enforce_eager=v.enforce_eager,
                 weight_sync=v.weight_sync,

@@ -122,6 +122,8 @@ class HFCausalLM(nn.Module):
                 bos_token_id=1,
                 eos_token_id=2,
                 pad_token_id=0,
+                # vLLM picks its model class from `architectures`; without it it loads a headless LlamaModel
+                architectures=["LlamaForCausalLM"],
             )
             self.model: Any = LlamaForCausalLM(conf)
         else:

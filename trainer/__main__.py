@@ -29,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", help="YAML config file")
     parser.add_argument("--resume-from", help="resume from this checkpoint dir (default: newest step_N)")
     parser.add_argument("overrides", nargs="*", help="dotted overrides, e.g. grpo.max_num_steps=50")
-    args = parser.parse_args(argv)
+    # Intermixed: launchers append overrides after `--resume-from PATH` (Shepherd's deadline on a resume),
+    # which plain parse_args refuses once the positional list has been consumed.
+    args = parser.parse_intermixed_args(argv)
     _configure_logging()
     try:
         cfg = load_config(args.config, args.overrides)

@@ -37,13 +37,19 @@ def attempt_records(
     budget (resume.max_attempts - 1): a rule may allow fewer retries, never more.
     """
     acting: dict[int, dict[str, Any]] = {}
+    steered: set[int] = set()
     for d in decisions:
-        if d.attempt is not None and d.outcome not in ("followup", "ignored"):
-            acting[d.attempt] = {
-                "rule": d.rule,
-                "signature": d.signature,
-                **d.evidence.get("policy", {}),
-            }
+        # The decision that steered an attempt speaks for it; a later alert (a completion noticed after the
+        # resume, a follow-up folded into the incident) must not hide the failure from the policy's streaks.
+        if d.attempt is None or not d.acted or (d.attempt in steered and not d.steering):
+            continue
+        if d.steering:
+            steered.add(d.attempt)
+        acting[d.attempt] = {
+            "rule": d.rule,
+            "signature": d.signature,
+            **d.evidence.get("policy", {}),
+        }
     records = []
     for a in attempts:
         if a.state in (AttemptState.NEVER_SUBMITTED,):

@@ -117,6 +117,10 @@ class HistoryEntry:
     data: dict[str, Any]
 
 
+# The actions that change a run's course (decide/plan.py's Resume, GiveUp, Cancel, Hold), as recorded.
+STEERING_ACTIONS = frozenset({"resume", "give_up", "cancel", "hold"})
+
+
 @dataclass(frozen=True, slots=True)
 class DecisionRow:
     id: int
@@ -129,6 +133,17 @@ class DecisionRow:
     reason: str
     evidence: dict[str, Any]
     outcome: str
+
+    @property
+    def acted(self) -> bool:
+        """Whether this decision steered or alerted: not a follow-up folded into another incident (action
+        "none"), not one ignored because the run had moved on ("ignored: ..." outcomes)."""
+        return self.action != "none" and not self.outcome.startswith(("ignored", "followup"))
+
+    @property
+    def steering(self) -> bool:
+        """An acting decision that changed the run's course (not an alert alone)."""
+        return self.acted and any(a in STEERING_ACTIONS for a in self.action.split(","))
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ from supervisor.domain.runs import AttemptMark, AttemptRow, AttemptState, Decisi
 from supervisor.report.costs import AttemptFacts, Cost, Failure, cost
 from supervisor.store import Store
 
-STEERING = ("resume", "give_up", "cancel", "hold")
 UNRECOGNISED = "unrecognised-failure"  # act/actions.py records an end no rule claimed under this name
 NOT_FAILURES = frozenset({"completed", "pending"})
 
@@ -41,12 +40,11 @@ def ending_decision(decisions: Sequence[DecisionRow], n: int) -> DecisionRow | N
         d
         for d in decisions
         if d.attempt == n
-        and d.action != "none"
-        and not d.outcome.startswith(("ignored", "followup"))
+        and d.acted
         and str(d.evidence.get("policy", {}).get("category", "")) not in NOT_FAILURES
     ]
     for d in own:
-        if any(a in d.action.split(",") for a in STEERING):
+        if d.steering:
             return d
     return next((d for d in own if d.rule == UNRECOGNISED), None)
 

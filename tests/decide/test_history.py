@@ -1,0 +1,59 @@
+"""What the policy is told about past attempts: the decision that steered each one, never a later alert."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from supervisor.decide.history import attempt_records
+from supervisor.decide.policy import decide
+from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow
+
+NAN_POLICY = {
+    "category": "failure",
+    "retryable": True,
+    "deterministic": True,
+    "max_retries": 1,
+    "same_signature_limit": 2,
+}
+
+
+def attempt(n: int, ckpt_at_submit: int | None) -> AttemptRow:
+    start = n * 100.0
+    return AttemptRow(
+        "r", n, f"t{n}", AttemptState.ENDED, str(n), start, start, start, start + 50, "COMPLETED", "", 0,
+        "node1", None, json.dumps({"ckpt_step_at_submit": ckpt_at_submit}), None, start + 50,
+    )  # fmt: skip
+
+
+def decision(i: int, n: int, rule: str, action: str, outcome: str, **policy: Any) -> DecisionRow:
+    signature = f"followup:{rule}" if action == "none" else f"{rule}:metric:nan"
+    evidence = {"policy": policy}
+    return DecisionRow(i, "r", n, n * 100.0 + 50, rule, action, signature, "", evidence, outcome)
+
+
+def test_a_completion_noticed_after_the_rollback_does_not_hide_the_divergence() -> None:
+    """The job ends COMPLETED just after the NaN rollback was decided: the completion's decision is ignored,
+    a metric rule's follow-up is folded into the incident; the second divergence still gives up."""
+    attempts = [attempt(1, None), attempt(2, 10)]
+    decisions = [
+        decision(1, 1, "nan-loss", "resume,alert", "resuming from step_10", ckpt_after=30, **NAN_POLICY),
+        decision(2, 1, "reward-nan", "none", "", category="failure", ckpt_after=30),
+        decision(3, 1, "run-completed", "alert", "ignored: a newer attempt exists", category="completed"),
+        decision(4, 2, "nan-loss", "resume,alert", "", ckpt_after=30, **NAN_POLICY),
+    ]
+    history = attempt_records(attempts, decisions[:3], now=300.0)
+    assert [(r.attempt, r.rule, r.category) for r in history] == [(1, "nan-loss", "failure")]
+    history = attempt_records(attempts, decisions, now=300.0)
+    d = decide(history, now=300.0)
+    assert d.action == "give_up" and "2 times in a row" in d.reason, d
+
+
+def test_an_alert_after_the_steering_decision_does_not_replace_it() -> None:
+    attempts = [attempt(1, None)]
+    decisions = [
+        decision(1, 1, "nan-loss", "resume,alert", "resuming", ckpt_after=30, **NAN_POLICY),
+        decision(2, 1, "oom-alert", "alert", "alerted", category="failure"),
+    ]
+    (record,) = attempt_records(attempts, decisions, now=200.0)
+    assert record.rule == "nan-loss" and record.same_signature_limit == 2

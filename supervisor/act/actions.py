@@ -456,6 +456,7 @@ class Actions:
             sbatch_args=tuple(dict.fromkeys([*prev.sbatch_args, *plan.sbatch_args])),
             exclude=tuple(sorted(exclude)),
             reason=f"{m.rule}: {m.reason}",
+            pinned=plan.before_step is not None or plan.selector != "latest",
         )
         stopped = "" if plan.let_job_finish else await self._stop_job(attempt)
         at = max(plan.at, self.clock())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,10 @@ import yaml
 
 from supervisor.decide.checkpoints import choose_in_dir, discover, list_checkpoint_dir
 from supervisor.decide.staging import fresh_name, place, staged_root
+from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import RunRow
 from supervisor.domain.spec import JobSpec
-from supervisor.domain.trainer_files import INFO_FILE
+from supervisor.domain.trainer_files import INFO_FILE, STEP_DIR_RE
 
 
 def newest_checkpoint_step(spec: JobSpec, checkpoint_dir: str | None = None) -> int | None:
@@ -29,6 +31,30 @@ def newest_checkpoint_step(spec: JobSpec, checkpoint_dir: str | None = None) -> 
     where = Path(checkpoint_dir) if checkpoint_dir else spec.checkpoint.dir
     cps = discover(list_checkpoint_dir(where), spec.checkpoint.metric)
     return max((c.step for c in cps), default=None)
+
+
+def keep_the_choice(
+    spec: JobSpec, overrides: AttemptOverrides, *, run_id: str, attempt: int
+) -> AttemptOverrides:
+    """The overrides to submit, so that a self-resuming trainer still loads the checkpoint that was chosen.
+
+    The choice is made while the failed job may still run, and a trainer stopped by scancel's SIGTERM saves
+    one more step on its way out (ours does; NeMo RL does at its save deadline). A trainer that resumes from
+    its dir's newest step would load that one (after a NaN: the poisoned weights), so a pinned choice that is
+    no longer the newest is staged now, when the old job is gone.
+    """
+    ck = spec.checkpoint
+    chosen = Path(overrides.checkpoint) if overrides.checkpoint else None
+    if ck is None or chosen is None or not overrides.pinned or spec.resume.pass_checkpoint is not None:
+        return overrides
+    if overrides.checkpoint_dir is not None or chosen.parent != Path(ck.dir):
+        return overrides  # already staged: nothing else writes there
+    m = STEP_DIR_RE.match(chosen.name)
+    newest = newest_checkpoint_step(spec)
+    if m is None or newest is None or newest <= int(m.group(1)) or not chosen.is_dir():
+        return overrides
+    staged = stage(staged_root(ck.dir, run_id), chosen, attempt)
+    return replace(overrides, checkpoint=str(staged / chosen.name), checkpoint_dir=str(staged))
 
 
 def resolve_checkpoint(

@@ -173,6 +173,7 @@ class Controller:
             sbatch_args=overrides.sbatch_args,
             exclude=overrides.exclude,
             reason=f"resumed by {actor}",
+            pinned=checkpoint != "latest",
         )
         self.store.set_run_state(
             run.id,

@@ -23,7 +23,7 @@ import watchfiles
 from anyio.abc import TaskGroup
 
 from supervisor.act.actions import Actions
-from supervisor.act.checkpoints import newest_checkpoint_step
+from supervisor.act.checkpoints import keep_the_choice, newest_checkpoint_step
 from supervisor.daemon.wakeups import Wakeups
 from supervisor.decide.transitions import Transition, transition
 from supervisor.domain.jobstate import JobState
@@ -323,6 +323,13 @@ class Daemon:
     async def submit_attempt(self, run: RunRow) -> AttemptRow | None:
         spec = run.spec
         overrides = AttemptOverrides.from_dict(run.next_attempt)
+        last = self.store.latest_attempt(run.id)
+        try:
+            overrides = await anyio.to_thread.run_sync(
+                lambda: keep_the_choice(spec, overrides, run_id=run.id, attempt=(last.n if last else 0) + 1)
+            )
+        except OSError as exc:  # the attempt goes ahead with the choice as it was; say why it may differ
+            log.warning("could not stage the chosen checkpoint", run_id=run.id, error=str(exc))
         # What existed at submission: the policy's measure of whether this attempt made progress.
         record = {**overrides.to_dict(), "ckpt_step_at_submit": newest_checkpoint_step(spec)}
         attempt = self.store.begin_attempt(run.id, lambda n: make_job_name(run.id, n), record)

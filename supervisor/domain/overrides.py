@@ -22,6 +22,9 @@ class AttemptOverrides:
     exclude: tuple[str, ...] = ()
     mounts: tuple[str, ...] = ()  # container mounts added to the spec's (a shared cache dir, say)
     reason: str = ""
+    # Chosen over the newest (a rollback, `best`, a named step): if the old job saves a newer step on its way
+    # out, a trainer that resumes by itself must still get this one (act/checkpoints.py, keep_the_choice).
+    pinned: bool = False
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> AttemptOverrides:
@@ -33,6 +36,7 @@ class AttemptOverrides:
             exclude=tuple(d.get("exclude") or ()),
             mounts=tuple(d.get("mounts") or ()),
             reason=str(d.get("reason") or ""),
+            pinned=bool(d.get("pinned", False)),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -44,6 +48,7 @@ class AttemptOverrides:
             "exclude": list(self.exclude),
             "mounts": list(self.mounts),
             "reason": self.reason,
+            "pinned": self.pinned,
         }
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from supervisor.act.checkpoints import max_steps, unfinished
+from supervisor.act.checkpoints import keep_the_choice, max_steps, unfinished
+from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.spec import JobSpec
 
 
@@ -50,3 +51,27 @@ def test_a_config_that_is_not_a_mapping_or_says_nonsense_is_ignored(tmp_path: Pa
     for text in ("- a list\n", "grpo: {max_num_steps: -3}\n", "grpo: {max_num_steps: true}\n", ": : :\n"):
         (d / "config.yaml").write_text(text)
         assert max_steps(d) is None
+
+
+def test_a_rollback_overtaken_by_the_dying_jobs_last_save_is_staged_at_submission(tmp_path: Path) -> None:
+    """Rolled back to step_32; scancel's SIGTERM made the trainer save step_34 on its way out. A trainer that
+    resumes from its dir's newest step would load step_34, so step_32 is staged for it."""
+    ck = tmp_path / "ck"
+    for step in (30, 32, 34):
+        save(ck, step, 100)
+    chosen = AttemptOverrides(checkpoint=str(ck / "step_32"), pinned=True)
+    got = keep_the_choice(spec(ck), chosen, run_id="r1", attempt=2)
+    assert got.checkpoint_dir is not None and Path(got.checkpoint_dir).parent != ck
+    assert got.checkpoint == str(Path(got.checkpoint_dir) / "step_32")
+    assert sorted(p.name for p in Path(got.checkpoint_dir).iterdir()) == ["step_32"]
+    assert (ck / "step_34").is_dir()  # the user's checkpoints are left as they are
+
+
+def test_a_choice_still_newest_or_not_pinned_is_submitted_as_it_is(tmp_path: Path) -> None:
+    ck = tmp_path / "ck"
+    save(ck, 32, 100)
+    newest = AttemptOverrides(checkpoint=str(ck / "step_32"), pinned=True)
+    assert keep_the_choice(spec(ck), newest, run_id="r1", attempt=2) == newest
+    save(ck, 34, 100)
+    latest = AttemptOverrides(checkpoint=str(ck / "step_32"))  # `latest`: the newer save is welcome
+    assert keep_the_choice(spec(ck), latest, run_id="r1", attempt=2) == latest

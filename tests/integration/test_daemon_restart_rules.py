@@ -67,7 +67,8 @@ def start_run(sup: DaemonProcess, tmp: Path) -> tuple[str, Path]:
 
 
 def token(text: str) -> str:
-    return text.rsplit("(line ", 1)[-1].rstrip(")")
+    """The word after `(line ` in a reason or an alert (which goes on to say what was done)."""
+    return text.rsplit("(line ", 1)[-1].split(")", 1)[0]
 
 
 def signatures(sup: DaemonProcess, run: str) -> list[str]:

@@ -237,9 +237,9 @@ def test_a_requeued_job_is_followed_into_its_restart_folder(
 ) -> None:
     """A requeued job goes on as the same attempt. main's ray.sub logs the restart to
     `<jobid>-<restart>-logs/`, v0.6.0's to the same `<jobid>-logs/`, truncating ray-driver.log: either way
-    the progress comes from the restarted driver (the first run is requeued before step 8)."""
+    the progress comes from the restarted driver (the first run is requeued long before its last step, 20)."""
     logs = tmp_path / "requeued" / "slurm-logs"
-    command = driver(tmp_path, "requeued", "--steps", "8", "--step-seconds", "1")
+    command = driver(tmp_path, "requeued", "--steps", "20", "--step-seconds", "1")
     path = nemo_spec(tmp_path, "requeued", script, command, f"log_dir: {logs}", extra_args=("--requeue",))
     run = sup.submit(path)
 
@@ -258,4 +258,4 @@ def test_a_requeued_job_is_followed_into_its_restart_folder(
     restart_folders = "SLURM_RESTART_COUNT" in script.read_text()
     want = [f"{job}-1-logs", f"{job}-logs"] if restart_folders else [f"{job}-logs"]
     assert sorted(p.name for p in logs.glob(f"{job}-*logs")) == want
-    assert status["progress"]["step"]["n"] == 8  # only the restarted run got there
+    assert status["progress"]["step"]["n"] == 20  # only the restarted run got there

@@ -14,7 +14,7 @@ from supervisor.slurm.parse import (
     parse_state,
 )
 
-DATA = Path(__file__).parents[1] / "data" / "slurm"
+DATA = Path(__file__).parents[1] / "data" / "slurm" / "22.05"
 
 # Recorded on the dev cluster with `sacct -c -P -n -X -o <SACCT_FIELDS>` (jobcomp mode: no Comment).
 SACCT_JOBCOMP = (
@@ -83,7 +83,7 @@ def test_controller_down_is_unreachable_not_a_verdict() -> None:
     assert not looks_unreachable("sbatch: error: Invalid account or account/partition combination specified")
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="no recorded outputs in tests/data/slurm")
+@pytest.mark.skipif(not DATA.is_dir(), reason="no recorded outputs in tests/data/slurm/22.05")
 def test_every_recorded_squeue_and_sacct_file_parses_without_problems() -> None:
     checked = 0
     for f in sorted(DATA.glob("squeue*.txt")):

@@ -33,8 +33,11 @@ def test_a_trivial_job_completes(slurm_cluster: SlurmCluster, tmp_path: Path) ->
     assert "trivial-ok" in (tmp_path / f"{job}.out").read_text()
 
 
-def test_a_job_runs_the_checkouts_venv_python(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
-    # 24.11 runs jobs inside its own root: the checkout and the venv's interpreter are bound in, same paths.
+def test_a_job_runs_the_checkouts_python_and_slurms_clients(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    # 24.11 runs jobs inside its own root: the checkout and the venv's interpreter are bound in (same paths);
+    # the client wrappers a job finds first on PATH (inherited) run the root's clients directly.
     python = REPO / ".venv" / "bin" / "python"
     if not python.exists():
         pytest.skip("no .venv")
@@ -42,11 +45,14 @@ def test_a_job_runs_the_checkouts_venv_python(slurm_cluster: SlurmCluster, tmp_p
         "-o",
         str(tmp_path / "%j.out"),
         "--wrap",
-        f"{python} -c 'import ssl, ctypes, supervisor; print(supervisor.__file__)'",
+        f"{python} -c 'import ssl, ctypes, supervisor; print(supervisor.__file__)' && "
+        'echo "nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")" && srun true',
         cwd=tmp_path,
     )
     assert slurm_cluster.wait_final(job) == "COMPLETED", (tmp_path / f"{job}.out").read_text()
-    assert str(REPO / "supervisor") in (tmp_path / f"{job}.out").read_text()
+    out = (tmp_path / f"{job}.out").read_text()
+    assert str(REPO / "supervisor") in out
+    assert f"nodes={slurm_cluster.nodes()[0]}" in out
 
 
 def test_a_job_exiting_3_is_failed_with_exit_code_3(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:

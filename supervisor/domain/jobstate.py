@@ -34,6 +34,16 @@ class JobState(StrEnum):
     def is_active(self) -> bool:
         return self in ACTIVE_STATES
 
+    @classmethod
+    def from_slurm(cls, text: str) -> JobState:
+        """`RUNNING`, `R`, `CANCELLED by 0`, `FAILED+`, `SPECIAL_EXIT` ... -> a JobState; a word we do not
+        know (a newer Slurm's) is UNKNOWN: never finished, never active (see `is_known_word`)."""
+        word = slurm_word(text)
+        try:
+            return cls(word) if word != "UNKNOWN" else cls.UNKNOWN
+        except ValueError:
+            return SLURM_WORDS.get(word, cls.UNKNOWN)
+
 
 TERMINAL_STATES = frozenset(
     {
@@ -59,3 +69,59 @@ ACTIVE_STATES = frozenset(
         JobState.RESIZING,
     }
 )
+
+
+def slurm_word(text: str) -> str:
+    """The state word of squeue's `%T`, sacct's `State` or scontrol's `JobState=` (`CANCELLED by 0`:
+    CANCELLED)."""
+    return text.strip().split(" ", 1)[0].rstrip("+")
+
+
+def is_known_word(text: str) -> bool:
+    """Whether `text`'s state word is one Slurm is known to print (22.05 through 26.05)."""
+    word = slurm_word(text)
+    return word in SLURM_WORDS or (word in JobState.__members__ and word != "UNKNOWN")
+
+
+# Slurm's other words (squeue's short forms, and the states that read as one of ours). Held jobs are PENDING
+# in squeue (reason JobHeldAdmin/JobHeldUser); SPECIAL_EXIT is one too: `scontrol requeuehold
+# State=SpecialExit` (or an exit code in RequeueExitHold) requeues the job held, reason `job requeued in held
+# state`, and it waits for `scontrol release` like any held job: not finished.
+SLURM_WORDS: dict[str, JobState] = {
+    "CA": JobState.CANCELLED,
+    "CD": JobState.COMPLETED,
+    "CF": JobState.CONFIGURING,
+    "CG": JobState.COMPLETING,
+    "F": JobState.FAILED,
+    "NF": JobState.NODE_FAIL,
+    "OOM": JobState.OUT_OF_MEMORY,
+    "PD": JobState.PENDING,
+    "PR": JobState.PREEMPTED,
+    "R": JobState.RUNNING,
+    "RQ": JobState.REQUEUED,
+    "RS": JobState.RESIZING,
+    "S": JobState.SUSPENDED,
+    "TO": JobState.TIMEOUT,
+    "BF": JobState.BOOT_FAIL,
+    "DL": JobState.DEADLINE,
+    "SE": JobState.PENDING,
+    "RH": JobState.PENDING,
+    "RF": JobState.REQUEUED,
+    "RD": JobState.PENDING,
+    "RV": JobState.CANCELLED,
+    "SI": JobState.RUNNING,
+    "SO": JobState.COMPLETING,
+    "ST": JobState.SUSPENDED,
+    "REQUEUE_FED": JobState.REQUEUED,
+    "REQUEUE_HOLD": JobState.PENDING,
+    "SPECIAL_EXIT": JobState.PENDING,
+    "STOPPED": JobState.SUSPENDED,
+    "SIGNALING": JobState.RUNNING,
+    "STAGE_OUT": JobState.COMPLETING,
+    "RESV_DEL_HOLD": JobState.PENDING,
+    "REVOKED": JobState.CANCELLED,
+    "UPDATE_DB": JobState.COMPLETING,
+    "POWER_UP_NODE": JobState.CONFIGURING,
+    # Slurm 25.11+: a job requeued with `--requeue=expedite`, waiting to start again first in line.
+    "EXPEDITING": JobState.REQUEUED,
+}

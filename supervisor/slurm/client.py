@@ -36,11 +36,24 @@ log = structlog.get_logger(__name__)
 MAX_PROBLEMS_LOGGED = 5  # per call: thousands of garbage lines must not flood the log
 
 
-def _log_problems(cmd: str, problems: list[ParseProblem]) -> None:
-    for p in problems[:MAX_PROBLEMS_LOGGED]:
+def _log_problems(cmd: str, problems: list[ParseProblem], reported_words: set[str]) -> None:
+    """Lines we could not read, a few per call; a state word we do not know (a newer Slurm's) once per word
+    and process: it comes back on every poll for as long as the job is in it, and it is read as UNKNOWN
+    (never finished), so repeating it would only drown the log."""
+    unread = [p for p in problems if not p.state_word]
+    for p in problems:
+        if p.state_word and p.state_word not in reported_words:
+            reported_words.add(p.state_word)
+            log.warning(
+                "slurm state word not known: the job is watched as UNKNOWN (never read as finished)",
+                cmd=cmd,
+                state=p.state_word[:100],
+                line=p.line[:200],
+            )
+    for p in unread[:MAX_PROBLEMS_LOGGED]:
         log.warning(f"{cmd} line not understood", line_no=p.line_no, line=p.line[:200], reason=p.reason)
-    if len(problems) > MAX_PROBLEMS_LOGGED:
-        log.warning(f"{cmd}: more lines not understood", count=len(problems) - MAX_PROBLEMS_LOGGED)
+    if len(unread) > MAX_PROBLEMS_LOGGED:
+        log.warning(f"{cmd}: more lines not understood", count=len(unread) - MAX_PROBLEMS_LOGGED)
 
 
 class SlurmError(Exception):
@@ -95,6 +108,7 @@ class SlurmClient:
         self.user = user or getpass.getuser()
         self.stats = SlurmCallStats()
         self.has_accounting: bool | None = None  # learnt on first sacct
+        self.unknown_state_words: set[str] = set()  # already reported (once each)
         # Told of every command: (name, seconds, outcome "ok" | "error" | "timeout"), for the metrics.
         self.on_call: Callable[[str, float, str], None] | None = None
 
@@ -148,7 +162,7 @@ class SlurmClient:
         if proc.returncode != 0:
             raise self._fail(argv, proc)
         jobs, problems = parse_squeue(proc.stdout.decode(errors="replace"))
-        _log_problems("squeue", problems)
+        _log_problems("squeue", problems, self.unknown_state_words)
         return jobs
 
     async def sacct(self, job_ids: Iterable[str] = (), names: Iterable[str] = ()) -> list[JobObservation]:
@@ -182,7 +196,7 @@ class SlurmClient:
         if self.has_accounting is None:
             self.has_accounting = True
         jobs, problems = parse_sacct(proc.stdout.decode(errors="replace"))
-        _log_problems("sacct", problems)
+        _log_problems("sacct", problems, self.unknown_state_words)
         return jobs
 
     async def job_nodes(self, job_id: str) -> str:

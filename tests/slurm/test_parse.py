@@ -76,6 +76,28 @@ def test_states(text: str, state: JobState) -> None:
     assert parse_state(text) is state
 
 
+@pytest.mark.parametrize("word", ["SPECIAL_EXIT", "SE", "REQUEUE_HOLD", "RESV_DEL_HOLD"])
+def test_a_job_requeued_in_held_state_is_held_pending_not_finished(word: str) -> None:
+    assert parse_state(word) is JobState.PENDING
+    assert parse_state(word).is_active and not parse_state(word).is_terminal
+
+
+def test_expediting_from_slurm_25_11_is_a_known_requeued_state() -> None:
+    line = "77|shep-r-a1|EXPEDITING|None|shepherd:run=r:attempt=1|||0:00|1:00\n"
+    jobs, problems = parse_squeue(line)
+    assert problems == []
+    assert jobs[0].state is JobState.REQUEUED and jobs[0].state.is_active
+
+
+def test_an_unknown_future_state_word_is_reported_and_never_finished() -> None:
+    jobs, problems = parse_squeue("78|shep-r-a1|FROBNICATING|None|shepherd:run=r:attempt=1|||0:00|1:00\n")
+    assert [j.state for j in jobs] == [JobState.UNKNOWN]
+    assert not jobs[0].state.is_terminal
+    assert [p.state_word for p in problems] == ["FROBNICATING"]
+    sacct_jobs, sacct_problems = parse_sacct("78|shep-r-a1|FROBNICATING by 0|0:0||n1|s|e|0:01|None\n")
+    assert not sacct_jobs[0].state.is_terminal and sacct_problems[0].state_word == "FROBNICATING"
+
+
 def test_exit_codes_and_sbatch_output() -> None:
     assert parse_exit_code("0:125") == (0, 125)
     assert parse_exit_code("junk") == (None, None)
@@ -177,7 +199,6 @@ def test_squeue_time_limit_is_unlimited_or_365_days_for_a_job_held_while_running
 
 
 @per_version
-@pytest.mark.xfail(strict=True, reason="SPECIAL_EXIT is held (requeued, waiting for a release), not finished")
 def test_special_exit_is_held_not_finished(data: Path) -> None:
     job = by_situation(parse_squeue(recorded(data, "squeue_nodbd")[0])[0])["special-exit"]
     assert job.reason == "job requeued in held state"
@@ -236,9 +257,6 @@ def test_controller_down_errors_read_as_unreachable(data: Path, name: str) -> No
 
 @per_version
 @pytest.mark.parametrize("name", ["scontrol_hold_ctld_down", "scontrol_release_ctld_down"])
-@pytest.mark.xfail(
-    strict=True, reason="scontrol hold/release say `Unexpected message received` when the controller is down"
-)
 def test_scontrol_with_the_controller_down_reads_as_unreachable(data: Path, name: str) -> None:
     _, err, rc = recorded(data, name)
     assert rc == 1

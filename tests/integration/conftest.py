@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -200,3 +201,46 @@ def ray_env(slurm_cluster: SlurmCluster) -> dict[str, str]:
     if not (VENV_BIN / "ray").exists():
         pytest.skip("ray is not installed in .venv")
     return dict(slurm_cluster.env)
+
+
+def private_env(offset: int) -> dict[str, str]:
+    """Folder, ports, job ids and netns id of a private cluster of the session's version, `offset` away from
+    the session cluster's own (so sessions that run on other ports keep their private clusters apart too)."""
+    port = int(os.environ.get("SHEPHERD_DEV_PORT") or (6827 if SLURM_VERSION == "24.11" else 6817))
+    net = int(os.environ.get("SHEPHERD_DEV_NET_ID") or (24 if SLURM_VERSION == "24.11" else 0))
+    return {
+        "SHEPHERD_DEV_CLUSTER_DIR": f"/tmp/shepherd-test-private-{SLURM_VERSION}-{port + offset}",
+        "SHEPHERD_DEV_PORT": str(port + offset),
+        "SHEPHERD_DEV_FIRST_JOB_ID": str(70000 + offset),
+        "SHEPHERD_DEV_NET_ID": str((net + offset) % 200 + 30),
+    }
+
+
+@contextmanager
+def private_cluster(session: SlurmCluster, env: dict[str, str], *args: str) -> Iterator[SlurmCluster]:
+    """A private cluster (`env`: folder, ports...) brought up with `args`, wiped afterwards; meanwhile this
+    process keeps talking to the session's cluster: use the handle's `env`."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    down_env = {**os.environ}
+
+    def down() -> None:
+        subprocess.run([str(DEV_CLUSTER), "down", "--wipe"], env=down_env, capture_output=True, timeout=180)
+
+    try:
+        cluster = _bring_up(args)
+        cluster.env.update(env)
+    except BaseException:
+        down()
+        raise
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        _use_in_process(session.process_env)
+    try:
+        yield cluster
+    finally:
+        down()

@@ -46,6 +46,5 @@ def test_recorded_job_logs(rs: RuleSet, data: Path, name: str, rules: list[str])
 
 
 @per_version
-@pytest.mark.xfail(strict=True, reason="no default rule reads `exceeded memory limit` (OOM without cgroups)")
 def test_an_oom_kill_without_cgroups_is_host_oom(rs: RuleSet, data: Path) -> None:
     assert decided(rs, data, "joblog_oom_nocgroup") == ["host-oom"]

@@ -44,7 +44,7 @@ from supervisor.decide.plan import (
     plan_match,
     resumed,
 )
-from supervisor.domain.jobstate import JobState
+from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Level, Notice
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import AttemptRow, DecisionRow, RunRow, RunState
@@ -551,7 +551,12 @@ class Actions:
         )
 
     async def on_unmatched_end(
-        self, run: RunRow, attempt: AttemptRow, state: JobState, exit_code: int | None
+        self,
+        run: RunRow,
+        attempt: AttemptRow,
+        state: JobState,
+        exit_code: int | None,
+        signal: int | None = None,
     ) -> None:
         """An attempt ended and no rule claimed it: completed is done; anything else waits for a human."""
         run = self.store.get_run(run.id) or run
@@ -570,7 +575,7 @@ class Actions:
             for effect in plots:
                 effect()
             return
-        code = f" (exit {exit_code})" if exit_code is not None else ""
+        code = f" ({describe_exit(exit_code, signal)})" if exit_code is not None else ""
         reason = f"attempt {attempt.n} ended {state.value}{code} and no rule recognised the failure"
         decision_id = self.store.record_decision(
             run.id,
@@ -579,7 +584,7 @@ class Actions:
             action="alert",
             signature=f"unrecognised:{state.value}",
             reason=reason,
-            evidence={"state": state.value, "exit_code": exit_code},
+            evidence={"state": state.value, "exit_code": exit_code, "signal": signal},
         )
         if decision_id is None:
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal as _signal
 from enum import StrEnum
 
 
@@ -69,6 +70,21 @@ ACTIVE_STATES = frozenset(
         JobState.RESIZING,
     }
 )
+
+
+def describe_exit(exit_code: int | None, signal: int | None) -> str:
+    """Slurm's `ExitCode` status:signal in words. A job killed by a signal has status 0, and `exit 0` would
+    read as success: `0:9` is "signal 9 (SIGKILL)", `0:125` (Slurm's mark of an OOM kill) "signal 125"."""
+    if exit_code is None:
+        return ""
+    if not signal:
+        return f"exit {exit_code}"
+    try:
+        name = f" ({_signal.Signals(signal).name})"
+    except ValueError:
+        name = ""
+    sig = f"signal {signal}{name}"
+    return sig if exit_code == 0 else f"exit {exit_code}, {sig}"
 
 
 def slurm_word(text: str) -> str:

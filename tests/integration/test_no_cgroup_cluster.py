@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from supervisor.domain.jobstate import describe_exit
 from supervisor.rules.engine import MatcherState, load_ruleset
 from supervisor.rules.replay import replay_text
 
@@ -41,6 +42,9 @@ def test_slurms_memory_limit_kill_without_cgroups_is_host_oom(
         cwd=tmp_path,
     )  # fmt: skip
     assert no_cgroup_cluster.wait_final(job, timeout=90) in ("FAILED", "CANCELLED")
+    # ExitCode 0:9: status 0, killed by SIGKILL; shown as the signal, never as "exit 0".
+    code, _, signal = no_cgroup_cluster.exit_code(job).partition(":")
+    assert describe_exit(int(code), int(signal)) == "signal 9 (SIGKILL)"
     log = (tmp_path / f"{job}.out").read_text()
     assert "exceeded memory limit" in log, log
     fired = replay_text(load_ruleset(), log, "slurm.log", MatcherState(run_id="r1", attempt=1))

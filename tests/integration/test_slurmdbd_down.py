@@ -134,7 +134,7 @@ def test_slurmdbd_down_marks_nothing_failed_and_the_exit_code_comes_later(
         )
         assert recorded["exit_code"] == 0 and recorded["state"] == "COMPLETED" and recorded["attempts"] == 1
         [late] = [e for e in d.status(run)["events"] if e["kind"] == "exit-code"]
-        assert "exit code 0" in late["message"] and "COMPLETED" in late["message"]
+        assert "exit code recorded: exit 0" in late["message"] and "COMPLETED" in late["message"]
         assert "slurm accounting (sacct) answers again" in d.log_text()
         assert d.proc is not None and d.proc.poll() is None
     finally:

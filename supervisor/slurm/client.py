@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import structlog
 
+from supervisor.slurm.jobcomp import JobcompReader
 from supervisor.slurm.parse import (
     SACCT_FIELDS,
     SQUEUE_FORMAT,
@@ -109,6 +111,9 @@ class SlurmClient:
         self.stats = SlurmCallStats()
         self.has_accounting: bool | None = None  # learnt on first sacct
         self.unknown_state_words: set[str] = set()  # already reported (once each)
+        # Without slurmdbd: the jobcomp file, read incrementally for lost-intent lookups (None: not known yet;
+        # False: not readable here, `sacct -c` it is).
+        self.jobcomp: JobcompReader | bool | None = None
         # Told of every command: (name, seconds, outcome "ok" | "error" | "timeout"), for the metrics.
         self.on_call: Callable[[str, float, str], None] | None = None
 
@@ -177,8 +182,45 @@ class SlurmClient:
         if ids:
             found += await self._sacct(["-j", ",".join(ids)])
         if wanted:
+            reader = await self._jobcomp_reader()
+            if reader is not None:
+                try:
+                    found += await anyio.to_thread.run_sync(reader.lookup, wanted)
+                    return found
+                except OSError as exc:
+                    log.warning("jobcomp file unreadable", path=str(reader.path), error=str(exc))
+                    self.jobcomp = False
             found += await self._sacct(["--name", ",".join(wanted), "-S", "now-7days", "-E", "now"])
         return found
+
+    async def _jobcomp_reader(self) -> JobcompReader | None:
+        """The incremental jobcomp reader when Slurm keeps no accounting (no slurmdbd) and its jobcomp/filetxt
+        file is readable here; asked of `scontrol show config` once."""
+        if self.has_accounting is True or self.jobcomp is False:
+            return None
+        if isinstance(self.jobcomp, JobcompReader):
+            return self.jobcomp
+        argv = [self._exe("scontrol"), "show", "config"]
+        proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        config = dict(
+            (k.strip(), v.strip())
+            for k, sep, v in (ln.partition("=") for ln in proc.stdout.decode(errors="replace").splitlines())
+            if sep
+        )
+        if config.get("AccountingStorageType") not in (None, "accounting_storage/none"):
+            self.has_accounting = True
+            return None
+        loc = Path(config.get("JobCompLoc", ""))
+        filetxt = config.get("JobCompType") == "jobcomp/filetxt"
+        if not (filetxt and loc.is_absolute() and os.access(loc, os.R_OK)):
+            log.info("jobcomp file not readable here: lost intents are asked of sacct -c", path=str(loc))
+            self.jobcomp = False
+            return None
+        self.has_accounting = False
+        self.jobcomp = JobcompReader(loc)
+        return self.jobcomp
 
     async def _sacct(self, select: list[str]) -> list[JobObservation]:
         base = [self._exe("sacct"), "-P", "-n", "-X", "-o", ",".join(SACCT_FIELDS), *select]

@@ -209,8 +209,10 @@ class SlurmClient:
             for k, sep, v in (ln.partition("=") for ln in proc.stdout.decode(errors="replace").splitlines())
             if sep
         )
-        if config.get("AccountingStorageType") not in (None, "accounting_storage/none"):
-            self.has_accounting = True
+        # 22.05 says accounting_storage/none, 24.11 (null): either way no slurmdbd. With one, sacct filters by
+        # name itself (whether it answers is for _sacct to learn).
+        if config.get("AccountingStorageType", "(null)") not in ("(null)", "", "accounting_storage/none"):
+            self.jobcomp = False
             return None
         loc = Path(config.get("JobCompLoc", ""))
         filetxt = config.get("JobCompType") == "jobcomp/filetxt"

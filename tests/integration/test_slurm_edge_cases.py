@@ -12,6 +12,7 @@ import pytest
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.runs import AttemptRow, AttemptState
 from supervisor.slurm.client import SlurmClient, SlurmRejected, SlurmUnavailable
+from supervisor.slurm.jobcomp import JobcompReader
 from supervisor.slurm.parse import make_comment, make_job_name
 from supervisor.slurm.reconcile import UpdateKind, reconcile
 
@@ -97,3 +98,30 @@ def test_hold_and_release_with_the_controller_down_are_unreachable_not_refused(
             anyio.run(client.hold, "999999")
     finally:
         slurm_cluster.run("scancel", job, check=False)
+
+
+def finished_job_found_by_name(cluster: SlurmCluster, client: SlurmClient, tmp: Path, run_id: str) -> None:
+    name = make_job_name(run_id, 1)
+    job = cluster.sbatch("-J", name, "-o", str(tmp / "%j.out"), "--wrap", "true", cwd=tmp)
+    assert cluster.wait_final(job) == "COMPLETED"
+    deadline = time.monotonic() + 30  # slurmctld writes the record as the job leaves COMPLETING
+    while not (seen := anyio.run(lambda: client.sacct(names=[name]))) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert [(o.job_id, o.state, o.exit_code) for o in seen] == [(job, JobState.COMPLETED, 0)]
+
+
+def test_lost_intents_without_slurmdbd_read_only_the_new_part_of_the_jobcomp_file(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    client = client_for(slurm_cluster)
+    finished_job_found_by_name(slurm_cluster, client, tmp_path, "r-lost-one")
+    reader = client.jobcomp
+    if "--with-dbd" in slurm_cluster.args:  # slurmdbd filters by name itself
+        assert reader is False and client.has_accounting is True
+        return
+    assert isinstance(reader, JobcompReader)
+    read_once, size_once = reader.stats.bytes_read, reader.path.stat().st_size
+    finished_job_found_by_name(slurm_cluster, client, tmp_path, "r-lost-two")
+    # The second lookup read what was appended since the first (its record and maybe others'), not the file.
+    size = reader.path.stat().st_size
+    assert 0 < reader.stats.bytes_read - read_once <= size - size_once < size

@@ -472,6 +472,8 @@ class Daemon:
                 self._accounting_restored()
             self._record_owed_exit_codes(sacct, owed)
         self._sight_restored()
+        if self.actions.holds_owed:
+            await self.actions.retry_owed_holds()
         updates = reconcile(
             open_attempts,
             squeue,

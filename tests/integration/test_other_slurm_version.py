@@ -68,6 +68,7 @@ def other_cluster_env(version: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.timeout(1800)  # ~5 min here; the suite's 600 s per test would cut a slow machine's run short
 @pytest.mark.parametrize("version", [v for v in VERSIONS if v != SLURM_VERSION])
 def test_the_daemon_core_passes_on_the_other_slurm_version(slurm_cluster: SlurmCluster, version: str) -> None:
     env = other_cluster_env(version)

@@ -38,7 +38,7 @@ class JobState(StrEnum):
     @classmethod
     def from_slurm(cls, text: str) -> JobState:
         """`RUNNING`, `R`, `CANCELLED by 0`, `FAILED+`, `SPECIAL_EXIT` ... -> a JobState; a word we do not
-        know (a newer Slurm's) is UNKNOWN: never finished, never active (see `is_known_word`)."""
+        know (a newer Slurm's) is UNKNOWN: never finished, never active."""
         word = slurm_word(text)
         try:
             return cls(word) if word != "UNKNOWN" else cls.UNKNOWN
@@ -91,12 +91,6 @@ def slurm_word(text: str) -> str:
     """The state word of squeue's `%T`, sacct's `State` or scontrol's `JobState=` (`CANCELLED by 0`:
     CANCELLED)."""
     return text.strip().split(" ", 1)[0].rstrip("+")
-
-
-def is_known_word(text: str) -> bool:
-    """Whether `text`'s state word is one Slurm is known to print (22.05 through 26.05)."""
-    word = slurm_word(text)
-    return word in SLURM_WORDS or (word in JobState.__members__ and word != "UNKNOWN")
 
 
 # Slurm's other words (squeue's short forms, and the states that read as one of ours). Held jobs are PENDING

@@ -28,6 +28,7 @@ from supervisor.slurm.parse import (
     looks_unreachable,
     parse_sacct,
     parse_sbatch_parsable,
+    parse_scontrol_config,
     parse_scontrol_job,
     parse_squeue,
 )
@@ -204,11 +205,7 @@ class SlurmClient:
         proc = await self._run(argv)
         if proc.returncode != 0:
             raise self._fail(argv, proc)
-        config = dict(
-            (k.strip(), v.strip())
-            for k, sep, v in (ln.partition("=") for ln in proc.stdout.decode(errors="replace").splitlines())
-            if sep
-        )
+        config = parse_scontrol_config(proc.stdout.decode(errors="replace"))
         # 22.05 says accounting_storage/none, 24.11 (null): either way no slurmdbd. With one, sacct filters by
         # name itself (whether it answers is for _sacct to learn).
         if config.get("AccountingStorageType", "(null)") not in ("(null)", "", "accounting_storage/none"):

@@ -197,6 +197,17 @@ def looks_unreachable(stderr: str) -> bool:
     return bool(_UNREACHABLE.search(stderr))
 
 
+def parse_scontrol_config(text: str) -> dict[str, str]:
+    """`scontrol show config` (`Key = Value` lines) as a dict; 24.11 says `(null)` where 22.05 names a
+    plugin's `.../none`."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and " " not in key.strip():
+            out.setdefault(key.strip(), value.strip())
+    return out
+
+
 _SHOW_FIELD_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9:_/]*)=")
 
 

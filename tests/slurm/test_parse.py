@@ -14,6 +14,7 @@ from supervisor.slurm.parse import (
     parse_exit_code,
     parse_sacct,
     parse_sbatch_parsable,
+    parse_scontrol_config,
     parse_squeue,
     parse_state,
 )
@@ -287,6 +288,14 @@ def test_refusals_are_not_read_as_unreachable(data: Path, name: str) -> None:
 )
 def test_silent_successes(data: Path, name: str) -> None:
     assert recorded(data, name) == ("", "", 0)
+
+
+@per_version
+def test_scontrol_show_config_says_there_is_no_slurmdbd_and_where_the_jobcomp_file_is(data: Path) -> None:
+    config = parse_scontrol_config(recorded(data, "scontrol_show_config_nodbd")[0])
+    assert config["AccountingStorageType"] in ("accounting_storage/none", "(null)")  # 22.05, 24.11
+    assert config["JobCompType"] == "jobcomp/filetxt"
+    assert config["JobCompLoc"].startswith("/") and config["JobCompLoc"].endswith("/log/jobcomp.txt")
 
 
 @per_version

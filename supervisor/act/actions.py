@@ -44,7 +44,7 @@ from supervisor.decide.plan import (
     plan_match,
     resumed,
 )
-from supervisor.domain.jobstate import JobState
+from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Level, Notice
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import AttemptRow, DecisionRow, RunRow, RunState
@@ -57,7 +57,7 @@ from supervisor.report.read import run_report
 from supervisor.report.text import timeline_title
 from supervisor.rules.engine import Evidence, Match, load_ruleset
 from supervisor.settings import Settings
-from supervisor.slurm.client import SlurmError
+from supervisor.slurm.client import SlurmError, SlurmUnavailable
 from supervisor.store import Store
 
 log = structlog.get_logger(__name__)
@@ -99,6 +99,9 @@ class Actions:
         self.sink = sink
         self.settings = settings
         self.clock = clock
+        # A rule's hold that Slurm could not be asked for (controller down): run id -> (attempt, job, rule),
+        # asked again after each poll that reached Slurm (retry_owed_holds). In memory: a restart forgets it.
+        self.holds_owed: dict[str, tuple[int, str, str]] = {}
 
     def notify(self, event: Notice) -> None:
         self.sink.publish(event)
@@ -517,17 +520,43 @@ class Actions:
         if attempt.job_id and attempt.slurm_state == "PENDING":
             try:
                 await self.slurm.hold(attempt.job_id)
+            except SlurmUnavailable as exc:
+                self.holds_owed[run.id] = (attempt.n, attempt.job_id, m.rule)
+                why = f"Slurm unreachable, the hold is retried once it answers ({exc})"
+                return Done(f"hold not done yet: {why}", said=not_held(why))
             except SlurmError as exc:
                 return Done(f"hold failed: {exc}", said=not_held(f"scontrol hold failed: {exc}"))
-            self.store.set_run_state(
-                run.id,
-                RunState.HELD,
-                held=True,
-                event=("held", f"held by rule {m.rule}", {}),
-                attempt=attempt.n,
-            )
+            self._mark_held(run.id, attempt.n, f"held by rule {m.rule}")
             return Done(f"held job {attempt.job_id}", said=held(attempt.job_id))
         return Done("hold skipped: the job is not pending", said=not_held("the job is not pending"))
+
+    def _mark_held(self, run_id: str, n: int, why: str) -> None:
+        self.store.set_run_state(run_id, RunState.HELD, held=True, event=("held", why, {}), attempt=n)
+
+    async def retry_owed_holds(self) -> None:
+        """Holds a rule decided while Slurm was unreachable, asked again (the daemon calls this after a poll
+        that reached Slurm); dropped once done, refused, or moot (the run ended, the job no longer pends)."""
+        for run_id, (n, job, rule) in list(self.holds_owed.items()):
+            run, attempt = self.store.get_run(run_id), self.store.get_attempt(run_id, n)
+            if run is None or run.state.is_final or attempt is None or attempt.job_id != job:
+                del self.holds_owed[run_id]
+                continue
+            if attempt.slurm_state != "PENDING":
+                del self.holds_owed[run_id]
+                self.store.add_event(
+                    run_id, n, "hold-dropped", f"hold by rule {rule} dropped: the job is no longer pending"
+                )
+                continue
+            try:
+                await self.slurm.hold(job)
+            except SlurmUnavailable:
+                continue  # still unreachable: next time
+            except SlurmError as exc:
+                del self.holds_owed[run_id]
+                self.store.add_event(run_id, n, "hold-failed", f"hold by rule {rule} failed: {exc}")
+                continue
+            del self.holds_owed[run_id]
+            self._mark_held(run_id, n, f"held by rule {rule} (asked again once Slurm answered)")
 
     async def _failing_node(self, m: Match, attempt: AttemptRow) -> str | None:
         """The node to exclude: named by the evidence, else the job's only node (asking Slurm if need be)."""
@@ -552,7 +581,12 @@ class Actions:
         )
 
     async def on_unmatched_end(
-        self, run: RunRow, attempt: AttemptRow, state: JobState, exit_code: int | None
+        self,
+        run: RunRow,
+        attempt: AttemptRow,
+        state: JobState,
+        exit_code: int | None,
+        signal: int | None = None,
     ) -> None:
         """An attempt ended and no rule claimed it: completed is done; anything else waits for a human."""
         run = self.store.get_run(run.id) or run
@@ -571,7 +605,7 @@ class Actions:
             for effect in plots:
                 effect()
             return
-        code = f" (exit {exit_code})" if exit_code is not None else ""
+        code = f" ({describe_exit(exit_code, signal)})" if exit_code is not None else ""
         reason = f"attempt {attempt.n} ended {state.value}{code} and no rule recognised the failure"
         decision_id = self.store.record_decision(
             run.id,
@@ -580,7 +614,7 @@ class Actions:
             action="alert",
             signature=f"unrecognised:{state.value}",
             reason=reason,
-            evidence={"state": state.value, "exit_code": exit_code},
+            evidence={"state": state.value, "exit_code": exit_code, "signal": signal},
         )
         if decision_id is None:
             return

@@ -16,7 +16,7 @@ from supervisor.act.control import find_run
 from supervisor.domain.runs import RunRow
 from supervisor.ports import ControlError
 from supervisor.settings import Settings, load_settings
-from supervisor.slurm.client import SlurmError
+from supervisor.slurm.client import SlurmError, SlurmUnavailable
 from supervisor.store import Store
 
 EXIT_USAGE = 2
@@ -64,6 +64,9 @@ def report(action: Callable[[], Awaitable[str]]) -> int:
         message = anyio.run(action)
     except ControlError as exc:
         print(f"shepherd: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except SlurmUnavailable as exc:
+        print(f"shepherd: Slurm unreachable, try again when it answers: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except SlurmError as exc:
         print(f"shepherd: slurm: {exc}", file=sys.stderr)

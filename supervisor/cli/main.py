@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -28,9 +29,28 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a command ended by SIGPIPE (`yes | head`)
+
+
+def _only_broken_pipes(exc: BaseException) -> bool:
+    """A closed reader, possibly reported from inside a task group (an ExceptionGroup of them)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_broken_pipes(e) for e in exc.exceptions)
+    return isinstance(exc, BrokenPipeError)
+
+
+def _quiet_after_broken_pipe() -> int:
+    """The reader of our stdout went away (`shepherd status | head`): stop without a traceback. Python's own
+    exit would flush stdout again and print "Exception ignored ... BrokenPipeError": point the descriptor at
+    /dev/null first (the recipe of Python's signal module docs)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
     if not hasattr(args, "root"):
         args.root = None
     try:
@@ -40,6 +60,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        try:
+            code = _dispatch(argv)
+        finally:
+            # Here (also after --help's SystemExit), where a closed pipe can still be told apart from a real
+            # error, rather than in Python's own flush at exit.
+            sys.stdout.flush()
+    except BaseException as exc:
+        if _only_broken_pipes(exc):
+            return _quiet_after_broken_pipe()
+        raise
     return code
 
 

@@ -18,6 +18,7 @@ from supervisor.cli.common import (
     settings_of,
 )
 from supervisor.cli.watch import progress_lines
+from supervisor.domain.jobstate import describe_exit
 from supervisor.domain.runs import RunRow
 from supervisor.domain.spec import check_spec_files, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
@@ -80,6 +81,7 @@ def _run_summary(store: Store, run: RunRow) -> dict[str, Any]:
         "slurm_state": latest.slurm_state if latest else None,
         "pending_reason": latest.reason if latest and latest.slurm_state == "PENDING" else None,
         "exit_code": latest.exit_code if latest else None,
+        "exit_signal": latest.exit_signal if latest else None,
         "attempts": len(attempts),
         "reason": run.final_reason,
         "next_action_at": run.next_action_at,
@@ -98,6 +100,7 @@ def _run_detail(store: Store, run: RunRow) -> dict[str, Any]:
             "slurm_state": a.slurm_state,
             "reason": a.reason,
             "exit_code": a.exit_code,
+            "exit_signal": a.exit_signal,
             "nodes": a.nodes,
             "checkpoint": a.checkpoint,
             "submitted_at": a.submitted_at,
@@ -185,7 +188,7 @@ def _print_detail(d: dict[str, Any]) -> None:
         print(f"silenced  {sil['target']} until {_fmt_time(sil['until'])} (by {sil['by']}): alerts held back")
     print("attempts:")
     for a in d["attempt_list"]:
-        extra = f" exit {a['exit_code']}" if a["exit_code"] is not None else ""
+        extra = f" {describe_exit(a['exit_code'], a['exit_signal'])}" if a["exit_code"] is not None else ""
         ck = f" from {a['checkpoint']}" if a["checkpoint"] else ""
         print(
             f"  #{a['n']} job {a['job_id'] or '-'} {a['slurm_state'] or a['state']}{extra}"

@@ -26,7 +26,7 @@ from supervisor.act.actions import Actions
 from supervisor.act.checkpoints import keep_the_choice, newest_checkpoint_step
 from supervisor.daemon.wakeups import Wakeups
 from supervisor.decide.transitions import Transition, transition
-from supervisor.domain.jobstate import JobState
+from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Notice
 from supervisor.domain.observations import StateEvent
 from supervisor.domain.overrides import AttemptOverrides
@@ -244,7 +244,7 @@ class Daemon:
                     state,
                     last.reason or "",
                     last.exit_code,
-                    None,
+                    last.exit_signal,
                     last.nodes or "",
                     at=self.clock(),
                 )
@@ -479,6 +479,8 @@ class Daemon:
                 self._accounting_restored()
             self._record_owed_exit_codes(sacct, owed)
         self._sight_restored()
+        if self.actions.holds_owed:
+            await self.actions.retry_owed_holds()
         updates = reconcile(
             open_attempts,
             squeue,
@@ -550,10 +552,10 @@ class Daemon:
                 reason=attempt.reason,
                 nodes=obs.nodes,
                 exit_code=obs.exit_code,
+                exit_signal=obs.signal,
             )
             msg = (
-                f"attempt {key[1]} exit code {obs.exit_code}"
-                + (f" (signal {obs.signal})" if obs.signal else "")
+                f"attempt {key[1]} exit code recorded: {describe_exit(obs.exit_code, obs.signal)}"
                 + f", state {obs.state.value}: recorded from sacct once accounting answered"
             )
             self.store.add_event(
@@ -618,6 +620,7 @@ class Daemon:
                     reason=a.reason,
                     nodes=a.nodes,
                     exit_code=a.exit_code,
+                    exit_signal=a.exit_signal,
                     ended=a.ended,
                     started=a.started,
                     unknown_since=a.unknown_since,

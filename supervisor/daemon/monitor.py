@@ -586,7 +586,7 @@ class Monitor:
         w = self.watch_for(run, attempt)
         if w is None:
             if ev.state.is_terminal:
-                await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code)
+                await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code, ev.signal)
             return
         async with self._reading:
             self._refresh_files(w)
@@ -601,7 +601,7 @@ class Monitor:
             w.ended_at = w.ended_at or self.clock()
             # Settles the run unless a decision already did (resume scheduled, gave up, completed): an
             # alert-only match (a pending warning, say) must not leave an ended run RUNNING.
-            await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code)
+            await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code, ev.signal)
 
     # ---- loops --------------------------------------------------------------------------------------
     async def run(self) -> None:

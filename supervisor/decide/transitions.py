@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from supervisor.domain.jobstate import JobState
+from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Notice
 from supervisor.domain.observations import StateEvent
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow, RunState
@@ -29,6 +29,7 @@ class AttemptWrite:
     ended: bool = False
     started: bool = False
     unknown_since: float | None = None
+    exit_signal: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +130,7 @@ def _observed(
         reason=obs.reason,
         nodes=obs.nodes,
         exit_code=obs.exit_code,
+        exit_signal=obs.signal if obs.exit_code is not None else None,
         ended=ended,
         started=started,
         unknown_since=update.missing_since,
@@ -167,10 +169,15 @@ def _observed(
         )
     message = (
         f"attempt {n} ended {obs.state.value}"
-        + (f" exit {obs.exit_code}" if obs.exit_code is not None else "")
+        + (f" {describe_exit(obs.exit_code, obs.signal)}" if obs.exit_code is not None else "")
         + why
     )
-    data: dict[str, Any] = {"state": obs.state.value, "exit_code": obs.exit_code, "exit_code_owed": owed}
+    data: dict[str, Any] = {
+        "state": obs.state.value,
+        "exit_code": obs.exit_code,
+        "signal": obs.signal,
+        "exit_code_owed": owed,
+    }
     fields: dict[str, Any] = {"attempt": n, "state": obs.state.value, "exit_code": obs.exit_code}
     return Transition(
         attempt=write,

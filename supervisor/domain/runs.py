@@ -88,6 +88,7 @@ class AttemptRow:
     overrides_json: str | None
     unknown_since: float | None
     last_seen_at: float | None
+    exit_signal: int | None = None  # the signal half of Slurm's ExitCode (0:9 -> 9)
 
     @property
     def overrides(self) -> dict[str, Any]:

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import structlog
 
+from supervisor.slurm.jobcomp import JobcompReader
 from supervisor.slurm.parse import (
     SACCT_FIELDS,
     SQUEUE_FORMAT,
@@ -26,6 +28,7 @@ from supervisor.slurm.parse import (
     looks_unreachable,
     parse_sacct,
     parse_sbatch_parsable,
+    parse_scontrol_config,
     parse_scontrol_job,
     parse_squeue,
 )
@@ -36,11 +39,24 @@ log = structlog.get_logger(__name__)
 MAX_PROBLEMS_LOGGED = 5  # per call: thousands of garbage lines must not flood the log
 
 
-def _log_problems(cmd: str, problems: list[ParseProblem]) -> None:
-    for p in problems[:MAX_PROBLEMS_LOGGED]:
+def _log_problems(cmd: str, problems: list[ParseProblem], reported_words: set[str]) -> None:
+    """Lines we could not read, a few per call; a state word we do not know (a newer Slurm's) once per word
+    and process: it comes back on every poll for as long as the job is in it, and it is read as UNKNOWN
+    (never finished), so repeating it would only drown the log."""
+    unread = [p for p in problems if not p.state_word]
+    for p in problems:
+        if p.state_word and p.state_word not in reported_words:
+            reported_words.add(p.state_word)
+            log.warning(
+                "slurm state word not known: the job is watched as UNKNOWN (never read as finished)",
+                cmd=cmd,
+                state=p.state_word[:100],
+                line=p.line[:200],
+            )
+    for p in unread[:MAX_PROBLEMS_LOGGED]:
         log.warning(f"{cmd} line not understood", line_no=p.line_no, line=p.line[:200], reason=p.reason)
-    if len(problems) > MAX_PROBLEMS_LOGGED:
-        log.warning(f"{cmd}: more lines not understood", count=len(problems) - MAX_PROBLEMS_LOGGED)
+    if len(unread) > MAX_PROBLEMS_LOGGED:
+        log.warning(f"{cmd}: more lines not understood", count=len(unread) - MAX_PROBLEMS_LOGGED)
 
 
 class SlurmError(Exception):
@@ -95,6 +111,10 @@ class SlurmClient:
         self.user = user or getpass.getuser()
         self.stats = SlurmCallStats()
         self.has_accounting: bool | None = None  # learnt on first sacct
+        self.unknown_state_words: set[str] = set()  # already reported (once each)
+        # Without slurmdbd: the jobcomp file, read incrementally for lost-intent lookups (None: not known yet;
+        # False: not readable here, `sacct -c` it is).
+        self.jobcomp: JobcompReader | bool | None = None
         # Told of every command: (name, seconds, outcome "ok" | "error" | "timeout"), for the metrics.
         self.on_call: Callable[[str, float, str], None] | None = None
 
@@ -148,7 +168,7 @@ class SlurmClient:
         if proc.returncode != 0:
             raise self._fail(argv, proc)
         jobs, problems = parse_squeue(proc.stdout.decode(errors="replace"))
-        _log_problems("squeue", problems)
+        _log_problems("squeue", problems, self.unknown_state_words)
         return jobs
 
     async def sacct(self, job_ids: Iterable[str] = (), names: Iterable[str] = ()) -> list[JobObservation]:
@@ -163,8 +183,43 @@ class SlurmClient:
         if ids:
             found += await self._sacct(["-j", ",".join(ids)])
         if wanted:
+            reader = await self._jobcomp_reader()
+            if reader is not None:
+                try:
+                    found += await anyio.to_thread.run_sync(reader.lookup, wanted)
+                    return found
+                except OSError as exc:
+                    log.warning("jobcomp file unreadable", path=str(reader.path), error=str(exc))
+                    self.jobcomp = False
             found += await self._sacct(["--name", ",".join(wanted), "-S", "now-7days", "-E", "now"])
         return found
+
+    async def _jobcomp_reader(self) -> JobcompReader | None:
+        """The incremental jobcomp reader when Slurm keeps no accounting (no slurmdbd) and its jobcomp/filetxt
+        file is readable here; asked of `scontrol show config` once."""
+        if self.has_accounting is True or self.jobcomp is False:
+            return None
+        if isinstance(self.jobcomp, JobcompReader):
+            return self.jobcomp
+        argv = [self._exe("scontrol"), "show", "config"]
+        proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        config = parse_scontrol_config(proc.stdout.decode(errors="replace"))
+        # 22.05 says accounting_storage/none, 24.11 (null): either way no slurmdbd. With one, sacct filters by
+        # name itself (whether it answers is for _sacct to learn).
+        if config.get("AccountingStorageType", "(null)") not in ("(null)", "", "accounting_storage/none"):
+            self.jobcomp = False
+            return None
+        loc = Path(config.get("JobCompLoc", ""))
+        filetxt = config.get("JobCompType") == "jobcomp/filetxt"
+        if not (filetxt and loc.is_absolute() and os.access(loc, os.R_OK)):
+            log.info("jobcomp file not readable here: lost intents are asked of sacct -c", path=str(loc))
+            self.jobcomp = False
+            return None
+        self.has_accounting = False
+        self.jobcomp = JobcompReader(loc)
+        return self.jobcomp
 
     async def _sacct(self, select: list[str]) -> list[JobObservation]:
         base = [self._exe("sacct"), "-P", "-n", "-X", "-o", ",".join(SACCT_FIELDS), *select]
@@ -182,7 +237,7 @@ class SlurmClient:
         if self.has_accounting is None:
             self.has_accounting = True
         jobs, problems = parse_sacct(proc.stdout.decode(errors="replace"))
-        _log_problems("sacct", problems)
+        _log_problems("sacct", problems, self.unknown_state_words)
         return jobs
 
     async def job_nodes(self, job_id: str) -> str:

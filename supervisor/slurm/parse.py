@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from supervisor.domain.jobstate import JobState
+from supervisor.domain.jobstate import JobState, slurm_word
 
 # One squeue call for every job of the user; the fields are joined with '|' and our own
 # job names and comments never contain one.
@@ -28,33 +28,6 @@ SACCT_FIELDS = (
     "Elapsed",
     "Reason",
 )
-
-_STATE_ALIASES = {
-    "CA": JobState.CANCELLED,
-    "CD": JobState.COMPLETED,
-    "CF": JobState.CONFIGURING,
-    "CG": JobState.COMPLETING,
-    "F": JobState.FAILED,
-    "NF": JobState.NODE_FAIL,
-    "OOM": JobState.OUT_OF_MEMORY,
-    "PD": JobState.PENDING,
-    "PR": JobState.PREEMPTED,
-    "R": JobState.RUNNING,
-    "RQ": JobState.REQUEUED,
-    "RS": JobState.RESIZING,
-    "S": JobState.SUSPENDED,
-    "TO": JobState.TIMEOUT,
-    "BF": JobState.BOOT_FAIL,
-    "DL": JobState.DEADLINE,
-    "REQUEUE_FED": JobState.REQUEUED,
-    "REQUEUE_HOLD": JobState.PENDING,
-    "SPECIAL_EXIT": JobState.FAILED,
-    "STOPPED": JobState.SUSPENDED,
-    "SIGNALING": JobState.RUNNING,
-    "STAGE_OUT": JobState.COMPLETING,
-    "RESV_DEL_HOLD": JobState.PENDING,
-    "REVOKED": JobState.CANCELLED,
-}
 
 # A job's name, comment and reason are short; a longer line is not one we wrote or can trust to split.
 MAX_LINE_CHARS = 16 * 1024
@@ -90,17 +63,12 @@ class ParseProblem:
     line_no: int
     line: str
     reason: str
+    state_word: str = ""  # set for a line whose only fault is a state word we do not know (read as UNKNOWN)
 
 
 def parse_state(text: str) -> JobState:
-    """`RUNNING`, `R`, `CANCELLED by 0`, `FAILED+` ... -> JobState; anything else is UNKNOWN."""
-    word = text.strip().split(" ", 1)[0].rstrip("+")
-    if not word:
-        return JobState.UNKNOWN
-    try:
-        return JobState(word)
-    except ValueError:
-        return _STATE_ALIASES.get(word, JobState.UNKNOWN)
+    """`RUNNING`, `R`, `CANCELLED by 0`, `FAILED+` ... -> JobState (the words: domain/jobstate.py)."""
+    return JobState.from_slurm(text)
 
 
 def parse_exit_code(text: str) -> tuple[int | None, int | None]:
@@ -138,7 +106,7 @@ def parse_squeue(output: str) -> tuple[list[JobObservation], list[ParseProblem]]
             continue
         parsed = parse_state(state)
         if parsed is JobState.UNKNOWN:
-            problems.append(ParseProblem(i, line, f"unknown state {state!r}"))
+            problems.append(ParseProblem(i, line, f"unknown state {state!r}", state_word=slurm_word(state)))
         jobs.append(
             JobObservation(
                 job_id=job_id.strip(),
@@ -179,7 +147,7 @@ def parse_sacct(output: str) -> tuple[list[JobObservation], list[ParseProblem]]:
         code, sig = parse_exit_code(exit_code)
         parsed = parse_state(state)
         if parsed is JobState.UNKNOWN:
-            problems.append(ParseProblem(i, line, f"unknown state {state!r}"))
+            problems.append(ParseProblem(i, line, f"unknown state {state!r}", state_word=slurm_word(state)))
         jobs.append(
             JobObservation(
                 job_id=job_id.strip(),
@@ -214,9 +182,12 @@ def make_job_name(run_id: str, attempt: int) -> str:
     return f"shep-{run_id}-a{attempt}"
 
 
+# `Unexpected message received`: what `scontrol hold/release` print (rc 1, after ~9 s) when slurmctld is
+# down, on 22.05 and 24.11 alike (tests/data/slurm/*/scontrol_*_ctld_down.stderr): never "Unable to contact".
 _UNREACHABLE = re.compile(
     r"Unable to contact slurm controller|Socket timed out|Connection refused|Zero Bytes were transmitted"
-    r"|Transport endpoint|slurm_load_jobs error: Unable|Communication connection failure|Munge",
+    r"|Transport endpoint|slurm_load_jobs error: Unable|Communication connection failure|Munge"
+    r"|Unexpected message received",
     re.IGNORECASE,
 )
 
@@ -224,6 +195,17 @@ _UNREACHABLE = re.compile(
 def looks_unreachable(stderr: str) -> bool:
     """Errors that mean "could not ask", as opposed to "Slurm said no"."""
     return bool(_UNREACHABLE.search(stderr))
+
+
+def parse_scontrol_config(text: str) -> dict[str, str]:
+    """`scontrol show config` (`Key = Value` lines) as a dict; 24.11 says `(null)` where 22.05 names a
+    plugin's `.../none`."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and " " not in key.strip():
+            out.setdefault(key.strip(), value.strip())
+    return out
 
 
 _SHOW_FIELD_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9:_/]*)=")

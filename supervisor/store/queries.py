@@ -277,11 +277,13 @@ class Store:
         ended: bool = False,
         started: bool = False,
         unknown_since: float | None = None,
+        exit_signal: int | None = None,
     ) -> None:
         now = self.clock()
         self.db.execute(
             "UPDATE attempts SET slurm_state = ?, reason = ?, nodes = COALESCE(NULLIF(?, ''), nodes),"
-            " exit_code = COALESCE(?, exit_code), last_seen_at = ?, unknown_since = ?,"
+            " exit_code = COALESCE(?, exit_code), exit_signal = COALESCE(?, exit_signal),"
+            " last_seen_at = ?, unknown_since = ?,"
             " started_at = CASE WHEN ? AND started_at IS NULL THEN ? ELSE started_at END,"
             " ended_at = CASE WHEN ? THEN ? ELSE ended_at END,"
             " state = CASE WHEN ? THEN ? ELSE state END"
@@ -291,6 +293,7 @@ class Store:
                 reason,
                 nodes or "",
                 exit_code,
+                exit_signal,
                 now,
                 unknown_since,
                 started,
@@ -545,4 +548,5 @@ def _attempt(r: sqlite3.Row) -> AttemptRow:
         r["overrides_json"],
         r["unknown_since"],
         r["last_seen_at"],
+        r["exit_signal"],
     )

@@ -218,4 +218,6 @@ MIGRATIONS: tuple[str, ...] = (
     _PROGRESS_SCHEMA,
     SLACK_INCIDENTS_SQL,
     _TIMELINE_SCHEMA,
+    # The signal half of Slurm's ExitCode (`0:9`): without it a killed job read as "exit 0".
+    "ALTER TABLE attempts ADD COLUMN exit_signal INTEGER;",
 )

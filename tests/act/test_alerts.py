@@ -24,6 +24,7 @@ from supervisor.domain.runs import RunState
 from supervisor.rules.engine import Match, MatcherState, RuleSet, feed, load_ruleset
 from supervisor.rules.replay import replay_text
 from supervisor.settings import Settings
+from supervisor.slurm.client import SlurmUnavailable
 from supervisor.slurm.parse import make_job_name
 from supervisor.store import Store
 
@@ -182,6 +183,35 @@ def test_a_hold_says_whether_it_held(tmp_path: Path, slurm_state: str, said: str
     else:
         assert w.state == RunState.RUNNING and w.slurm.calls == []
         assert notice.title.endswith("alert only: nothing was changed")
+
+
+class UnreachableSlurm(FakeSlurm):
+    """`scontrol hold` while slurmctld is down: SlurmUnavailable until `up`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = False
+
+    async def hold(self, job_id: str) -> None:
+        self.calls.append(("hold", job_id))
+        if not self.up:
+            raise SlurmUnavailable("scontrol exited 1: Unexpected message received for job 77")
+
+
+def test_a_rules_hold_while_slurm_is_unreachable_changes_nothing_and_is_retried(tmp_path: Path) -> None:
+    rules = tmp_path / "hold.yaml"
+    rules.write_text(HOLD_RULES)
+    w = World(tmp_path, slurm_state="PENDING")
+    w.slurm = w.actions.slurm = UnreachableSlurm()  # type: ignore[assignment]
+    notice = w.act(decided(load_ruleset([rules]), "slurm says: ReservationDeleted"))
+    assert "Slurm unreachable, the hold is retried" in notice.title
+    assert w.state == RunState.PENDING and w.actions.holds_owed == {"r1": (1, "77", "hold-on-reservation")}
+    anyio.run(w.actions.retry_owed_holds)  # still down: still owed, nothing changed
+    assert w.state == RunState.PENDING and "r1" in w.actions.holds_owed
+    w.slurm.up = True
+    anyio.run(w.actions.retry_owed_holds)
+    assert w.state == RunState.HELD and w.actions.holds_owed == {}
+    assert w.slurm.calls == [("hold", "77")] * 3
 
 
 def test_an_alert_only_rule_says_nothing_was_changed(tmp_path: Path, rs: RuleSet) -> None:

@@ -112,7 +112,7 @@ def test_an_end_seen_only_by_squeue_is_settled_and_its_exit_code_recorded_when_s
     assert daemon.accounting_down_since is None and not daemon.exit_codes_owed
     assert "accounting" not in daemon.status_line()
     [late] = [e for e in store.events("r1") if e.kind == "exit-code"]
-    assert "exit code 0" in late.message and "recorded from sacct" in late.message
+    assert "exit code recorded: exit 0" in late.message and "recorded from sacct" in late.message
     assert run_state() == RunState.COMPLETED
     assert [a.n for a in store.attempts("r1")] == [1]
 

@@ -118,9 +118,20 @@ def test_an_end_with_its_exit_code_is_recorded_and_handed_to_the_rules() -> None
     assert tr.history == (
         "ended",
         "attempt 2 ended FAILED exit 3",
-        {"state": "FAILED", "exit_code": 3, "exit_code_owed": False},
+        {"state": "FAILED", "exit_code": 3, "signal": None, "exit_code_owed": False},
     )
     assert tr.observation.exit_code == 3
+
+
+def test_a_job_killed_by_a_signal_ends_with_the_signal_not_exit_0() -> None:
+    # sacct's `0:125` after an OOM kill: status 0, signal 125 (`0:9` without cgroups: SIGKILL).
+    killed = JobObservation(
+        "77", "shep-r1-a2", JobState.OUT_OF_MEMORY, exit_code=0, signal=125, source="sacct"
+    )
+    tr = go(update(UpdateKind.ENDED, killed), r=run(RunState.RUNNING))
+    assert tr.history[1] == "attempt 2 ended OUT_OF_MEMORY signal 125"
+    assert (tr.attempt.exit_code, tr.attempt.exit_signal) == (0, 125)
+    assert tr.observation.signal == 125
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,11 @@
 
 `slurm_cluster` brings the cluster up once per session (idempotent: quick when it already runs) and hands out
 its SLURM_CONF; the extra `up` flags come from SHEPHERD_DEV_CLUSTER_ARGS (e.g. "--with-dbd"), default none.
+
+The Slurm version is SHEPHERD_DEV_SLURM (or `--slurm X` in SHEPHERD_DEV_CLUSTER_ARGS), default 22.05; every
+cluster of the session, private ones included, runs that version. A version that runs in its own root (24.11)
+prints SLURM_BIN_DIR: its client wrappers go first on PATH and into SHEPHERD_SLURM__BIN_DIR, in this process's
+environment too, so tests, `sbatch` on PATH and the daemon drive it exactly like 22.05.
 """
 
 from __future__ import annotations
@@ -12,12 +17,17 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+_ARGS = shlex.split(os.environ.get("SHEPHERD_DEV_CLUSTER_ARGS", ""))
+if "--slurm" in _ARGS[:-1]:
+    os.environ["SHEPHERD_DEV_SLURM"] = _ARGS[_ARGS.index("--slurm") + 1]
+SLURM_VERSION = os.environ.get("SHEPHERD_DEV_SLURM", "22.05")
 DEV_CLUSTER = REPO / "scripts" / "dev-cluster"
 RAY_SUB = REPO / "supervisor" / "slurm" / "launchers" / "ray.sub"
 VENV_BIN = REPO / ".venv" / "bin"
@@ -40,6 +50,7 @@ class SlurmCluster:
     conf: str
     env: dict[str, str] = field(default_factory=dict)
     args: tuple[str, ...] = ()
+    process_env: dict[str, str] = field(default_factory=dict)  # what _bring_up put in os.environ
 
     def run(self, *argv: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -87,6 +98,30 @@ class SlurmCluster:
         return next(f.split("=", 1)[1] for f in out.split() if f.startswith("ExitCode="))
 
 
+def cluster_env(up_stdout: str, base: dict[str, str]) -> dict[str, str]:
+    """`base` plus what `dev-cluster up` printed: SLURM_CONF, SLURM_BIN_DIR (first on PATH; the daemon's)."""
+    lines = dict(line.split("=", 1) for line in up_stdout.splitlines() if line.startswith("SLURM_"))
+    env = dict(base)
+    env["SLURM_CONF"] = lines["SLURM_CONF"]
+    env["SHEPHERD_DEV_SLURM"] = SLURM_VERSION
+    previous = env.pop("SHEPHERD_SLURM__BIN_DIR", None)  # another cluster's wrappers leave PATH too
+    path = [p for p in env.get("PATH", "/usr/bin:/bin").split(":") if p != previous]
+    if "SLURM_BIN_DIR" in lines:
+        env["SHEPHERD_SLURM__BIN_DIR"] = lines["SLURM_BIN_DIR"]
+        path.insert(0, lines["SLURM_BIN_DIR"])
+    env["PATH"] = ":".join(path)
+    return env
+
+
+def _use_in_process(env: dict[str, str]) -> None:
+    """Make `env`'s cluster the one this process (and what it starts from os.environ) talks to."""
+    for key in ("SLURM_CONF", "PATH", "SHEPHERD_SLURM__BIN_DIR"):
+        if key in env:
+            os.environ[key] = env[key]
+        else:
+            os.environ.pop(key, None)
+
+
 def _bring_up(args: tuple[str, ...]) -> SlurmCluster:
     if os.geteuid() != 0:
         pytest.skip("the dev Slurm cluster needs root (it runs munged/slurmctld/slurmd)")
@@ -97,27 +132,34 @@ def _bring_up(args: tuple[str, ...]) -> SlurmCluster:
     proc = subprocess.run([str(DEV_CLUSTER), "up", *args], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         pytest.fail(f"scripts/dev-cluster up {' '.join(args)} failed:\n{proc.stderr[-4000:]}")
-    conf = next(line.split("=", 1)[1] for line in proc.stdout.splitlines() if line.startswith("SLURM_CONF="))
-    env = dict(os.environ)
-    env["SLURM_CONF"] = conf
+    process_env = cluster_env(proc.stdout, dict(os.environ))
+    _use_in_process(process_env)
+    env = dict(process_env)
     if VENV_BIN.is_dir():
-        env["PATH"] = f"{VENV_BIN}:{env.get('PATH', '/usr/bin:/bin')}"
-    os.environ["SLURM_CONF"] = conf
-    return SlurmCluster(conf=conf, env=env, args=args)
+        env["PATH"] = f"{VENV_BIN}:{env['PATH']}"
+    return SlurmCluster(conf=env["SLURM_CONF"], env=env, args=args, process_env=process_env)
 
 
 @pytest.fixture(scope="session")
 def slurm_cluster() -> SlurmCluster:
-    return _bring_up(tuple(shlex.split(os.environ.get("SHEPHERD_DEV_CLUSTER_ARGS", ""))))
+    return _bring_up(tuple(_ARGS))
 
 
 # A private 2-node cluster (own folder, ports, job ids, netns) so the shared one keeps its mode and its jobs.
+# The 22.05 values are the historical ones; another version gets its own, so both can run at once.
 PRIVATE_2NODE_ENV = {
     "SHEPHERD_DEV_CLUSTER_DIR": "/tmp/shepherd-test-2node-cluster",
     "SHEPHERD_DEV_PORT": "8817",
     "SHEPHERD_DEV_FIRST_JOB_ID": "5000",
     "SHEPHERD_DEV_NET_ID": "1",
 }
+if SLURM_VERSION != "22.05":
+    PRIVATE_2NODE_ENV = {
+        "SHEPHERD_DEV_CLUSTER_DIR": f"/tmp/shepherd-test-2node-cluster-{SLURM_VERSION}",
+        "SHEPHERD_DEV_PORT": "8827",
+        "SHEPHERD_DEV_FIRST_JOB_ID": "5000",
+        "SHEPHERD_DEV_NET_ID": "2",
+    }
 
 
 @pytest.fixture(scope="session")
@@ -127,18 +169,30 @@ def slurm_cluster_2nodes(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
         pytest.skip("iproute2 (ip netns) or nsenter is missing: no second node")
     saved = {k: os.environ.get(k) for k in PRIVATE_2NODE_ENV}
     os.environ.update(PRIVATE_2NODE_ENV)
+    down_env = {**os.environ}
+
+    def down() -> None:
+        subprocess.run([str(DEV_CLUSTER), "down", "--wipe"], env=down_env, capture_output=True, timeout=120)
+
     try:
         cluster = _bring_up(("--nodes", "2"))
         cluster.env.update(PRIVATE_2NODE_ENV)
-        yield cluster
+    except BaseException:
+        down()
+        raise
     finally:
-        subprocess.run([str(DEV_CLUSTER), "down", "--wipe"], capture_output=True, timeout=120)
+        # The rest of the session (and what it starts from os.environ) keeps talking to the shared cluster:
+        # 2-node tests use `cluster.env`.
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        os.environ["SLURM_CONF"] = slurm_cluster.conf
+        _use_in_process(slurm_cluster.process_env)
+    try:
+        yield cluster
+    finally:
+        down()
 
 
 @pytest.fixture
@@ -147,3 +201,46 @@ def ray_env(slurm_cluster: SlurmCluster) -> dict[str, str]:
     if not (VENV_BIN / "ray").exists():
         pytest.skip("ray is not installed in .venv")
     return dict(slurm_cluster.env)
+
+
+def private_env(offset: int) -> dict[str, str]:
+    """Folder, ports, job ids and netns id of a private cluster of the session's version, `offset` away from
+    the session cluster's own (so sessions that run on other ports keep their private clusters apart too)."""
+    port = int(os.environ.get("SHEPHERD_DEV_PORT") or (6827 if SLURM_VERSION == "24.11" else 6817))
+    net = int(os.environ.get("SHEPHERD_DEV_NET_ID") or (24 if SLURM_VERSION == "24.11" else 0))
+    return {
+        "SHEPHERD_DEV_CLUSTER_DIR": f"/tmp/shepherd-test-private-{SLURM_VERSION}-{port + offset}",
+        "SHEPHERD_DEV_PORT": str(port + offset),
+        "SHEPHERD_DEV_FIRST_JOB_ID": str(70000 + offset),
+        "SHEPHERD_DEV_NET_ID": str((net + offset) % 200 + 30),
+    }
+
+
+@contextmanager
+def private_cluster(session: SlurmCluster, env: dict[str, str], *args: str) -> Iterator[SlurmCluster]:
+    """A private cluster (`env`: folder, ports...) brought up with `args`, wiped afterwards; meanwhile this
+    process keeps talking to the session's cluster: use the handle's `env`."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    down_env = {**os.environ}
+
+    def down() -> None:
+        subprocess.run([str(DEV_CLUSTER), "down", "--wipe"], env=down_env, capture_output=True, timeout=180)
+
+    try:
+        cluster = _bring_up(args)
+        cluster.env.update(env)
+    except BaseException:
+        down()
+        raise
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        _use_in_process(session.process_env)
+    try:
+        yield cluster
+    finally:
+        down()

@@ -12,6 +12,7 @@ import pytest
 from tests.support.daemon import REPO, DaemonProcess, wait_for
 
 pytestmark = pytest.mark.slurm
+NOT_ENDED = (None, "PENDING", "CONFIGURING", "RUNNING", "COMPLETING")
 
 
 def write_spec(path: Path, name: str, command: str, **slurm: Any) -> Path:
@@ -76,6 +77,75 @@ def test_a_pending_reason_is_reported_while_pending_and_cancel_works(
     assert "BeginTime" in daemon.cli("status").stdout
     daemon.cli("cancel", run)
     assert daemon.wait_state(run, "CANCELLED")["state"] == "CANCELLED"
+
+
+def test_hold_and_release_reach_the_pending_job_and_the_run(
+    daemon: DaemonProcess, tmp_path: Path, slurm_cluster: Any
+) -> None:
+    daemon.start()
+    spec = write_spec(tmp_path / "held.yaml", "held", '["sleep", "5"]', extra_args='["--begin=now+3600"]')
+    run = daemon.submit(spec)
+    job = wait_for(
+        lambda: daemon.status(run).get("pending_reason") and daemon.status(run)["slurm_job_id"], 60
+    )
+    daemon.cli("hold", run)
+    assert daemon.status(run)["held"] is True
+    assert slurm_cluster.job_state(job)[1].startswith("JobHeld")
+    assert daemon.wait_state(run, "HELD")["state"] == "HELD"
+    daemon.cli("release", run)
+    state, reason = slurm_cluster.job_state(job)  # reason: BeginTime once the scheduler looked again
+    assert state == "PENDING" and not reason.startswith("JobHeld"), reason
+    released = wait_for(lambda: (s := daemon.status(run))["state"] == "PENDING" and s, 60, what="released")
+    assert released["held"] is False
+    daemon.cli("cancel", run)
+    assert daemon.wait_state(run, "CANCELLED")["state"] == "CANCELLED"
+
+
+def test_a_job_over_its_memory_ends_out_of_memory_and_host_oom_decides(
+    daemon: DaemonProcess, tmp_path: Path, slurm_cluster: Any
+) -> None:
+    daemon.start()
+    # `tail` holds 500 MB (no newline in /dev/zero) and the job ends with it: bounded, should no kill come.
+    eat = '"head -c 500M /dev/zero | tail"'
+    run = daemon.submit(write_spec(tmp_path / "oom.yaml", "oom", eat, mem="100M"))
+
+    def decided_and_ended() -> Any:
+        # The rule may decide on the log line before Slurm's final word on the job: wait for both.
+        s = daemon.status(run)
+        rule = any(d["rule"] == "host-oom" and d["attempt"] == 1 for d in s.get("decisions", []))
+        return rule and s["attempt_list"][0]["slurm_state"] not in NOT_ENDED and s
+
+    s = wait_for(decided_and_ended, 120, what="host-oom decided on attempt 1, and its end")
+    first = s["attempt_list"][0]
+    # cgroups: the kernel's OOM kill, OUT_OF_MEMORY (0:125); without them Slurm's own kill, FAILED (0:9). The
+    # rule may decide on slurmstepd's OOM line while the job is still completing: its resume then cancels it.
+    cgroup = (Path(slurm_cluster.conf).parent.parent / "run" / "cgroup").read_text().strip() == "1"
+    ended = "OUT_OF_MEMORY" if cgroup else "FAILED"
+    assert first["slurm_state"] in (ended, "CANCELLED"), s
+    if first["slurm_state"] == ended:
+        assert (first["exit_code"], first["exit_signal"]) == ((0, 125) if cgroup else (0, 9)), s
+    [d] = [d for d in s["decisions"] if d["rule"] == "host-oom"]
+    assert "resume" in d["action"], d  # retried once from its checkpoint (after the backoff)
+    daemon.cli("cancel", run, check=False)
+
+
+def test_a_time_limit_ends_timeout_and_the_time_limit_rule_decides(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    daemon.start()
+    spec = write_spec(tmp_path / "limit.yaml", "limit", '["sleep", "300"]')
+    spec.write_text(spec.read_text().replace('time: "00:10:00"', 'time: "1"'))
+    run = daemon.submit(spec)
+
+    def decided_and_ended() -> Any:
+        s = daemon.status(run)
+        rule = any(d["rule"] == "slurm-time-limit" for d in s.get("decisions", []))
+        return rule and s["attempt_list"][0]["slurm_state"] not in NOT_ENDED and s
+
+    # Slurm enforces a 1-minute limit after ~60-80 s on the dev cluster.
+    s = wait_for(decided_and_ended, 200, what="slurm-time-limit decided, and the end")
+    assert s["attempt_list"][0]["slurm_state"] == "TIMEOUT", s
+    daemon.cli("cancel", run, check=False)
 
 
 def test_sigkill_between_sbatch_and_commit_leaves_exactly_one_job(

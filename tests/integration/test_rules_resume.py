@@ -145,14 +145,15 @@ def test_a_stall_is_detected_while_the_job_keeps_running(sup: DaemonProcess, tmp
 
 @pytest.mark.parametrize(("kind", "rule"), [("node-failure", "node-failure"), ("ecc", "cuda-hardware-error")])
 def test_a_failing_node_is_excluded_from_the_resume(
-    sup: DaemonProcess, tmp_path: Path, kind: str, rule: str
+    sup: DaemonProcess, slurm_cluster: Any, tmp_path: Path, kind: str, rule: str
 ) -> None:
+    node = slurm_cluster.nodes()[0]  # node1 (22.05), v2411n1 (24.11)
     run = sup.submit(spec(tmp_path, "r-node", kind))
     final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)
     [d] = decisions(sup, run)
-    assert d["rule"] == rule and "--exclude=node1" in d["outcome"]
+    assert d["rule"] == rule and f"--exclude={node}" in d["outcome"]
     assert final["attempts"] == 2
-    assert sup.status(run)["attempt_list"][1]["overrides"]["exclude"] == ["node1"]
+    assert sup.status(run)["attempt_list"][1]["overrides"]["exclude"] == [node]
     # The dev cluster has one node: Slurm refuses a job that excludes it, and the run says so.
     assert final["state"] == "FAILED" and "Requested node configuration is not available" in final["reason"]
 

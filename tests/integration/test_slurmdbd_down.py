@@ -19,6 +19,8 @@ import pytest
 
 from tests.support.daemon import REPO, DaemonProcess, wait_for
 
+from .conftest import cluster_env
+
 pytestmark = pytest.mark.slurm
 
 DEV_CLUSTER = REPO / "scripts" / "dev-cluster"
@@ -66,10 +68,8 @@ def dbd_cluster() -> Iterator[DbdCluster]:
     cluster = DbdCluster(env)
     try:
         up = cluster.dev_cluster("up", "--with-dbd", timeout=600)
-        conf = next(
-            line.split("=", 1)[1] for line in up.stdout.splitlines() if line.startswith("SLURM_CONF=")
-        )
-        env["SLURM_CONF"] = conf
+        # Its SLURM_CONF, and for a version in its own root its client wrappers (not the shared cluster's).
+        env.update(cluster_env(up.stdout, env))
         yield cluster
     finally:
         subprocess.run(
@@ -134,7 +134,7 @@ def test_slurmdbd_down_marks_nothing_failed_and_the_exit_code_comes_later(
         )
         assert recorded["exit_code"] == 0 and recorded["state"] == "COMPLETED" and recorded["attempts"] == 1
         [late] = [e for e in d.status(run)["events"] if e["kind"] == "exit-code"]
-        assert "exit code 0" in late["message"] and "COMPLETED" in late["message"]
+        assert "exit code recorded: exit 0" in late["message"] and "COMPLETED" in late["message"]
         assert "slurm accounting (sacct) answers again" in d.log_text()
         assert d.proc is not None and d.proc.poll() is None
     finally:

@@ -1,4 +1,7 @@
-"""The Slurm parsers, on output recorded from the real dev cluster (Slurm 22.05)."""
+"""The Slurm parsers, on output recorded from the real dev clusters.
+
+Every version has a folder tests/data/slurm/<version>/ (scripts/record-slurm-outputs; 22.05 and 24.11 today);
+the recorded-output tests run once per folder."""
 
 from pathlib import Path
 
@@ -6,15 +9,20 @@ import pytest
 
 from supervisor.domain.jobstate import JobState
 from supervisor.slurm.parse import (
+    JobObservation,
     looks_unreachable,
     parse_exit_code,
     parse_sacct,
     parse_sbatch_parsable,
+    parse_scontrol_config,
     parse_squeue,
     parse_state,
 )
 
-DATA = Path(__file__).parents[1] / "data" / "slurm"
+DATA_ROOT = Path(__file__).parents[1] / "data" / "slurm"
+VERSIONS = sorted(p.name for p in DATA_ROOT.iterdir() if p.is_dir()) if DATA_ROOT.is_dir() else []
+# One run per recorded Slurm version; `data` is that version's folder.
+per_version = pytest.mark.parametrize("data", [DATA_ROOT / v for v in VERSIONS], ids=VERSIONS)
 
 # Recorded on the dev cluster with `sacct -c -P -n -X -o <SACCT_FIELDS>` (jobcomp mode: no Comment).
 SACCT_JOBCOMP = (
@@ -69,6 +77,28 @@ def test_states(text: str, state: JobState) -> None:
     assert parse_state(text) is state
 
 
+@pytest.mark.parametrize("word", ["SPECIAL_EXIT", "SE", "REQUEUE_HOLD", "RESV_DEL_HOLD"])
+def test_a_job_requeued_in_held_state_is_held_pending_not_finished(word: str) -> None:
+    assert parse_state(word) is JobState.PENDING
+    assert parse_state(word).is_active and not parse_state(word).is_terminal
+
+
+def test_expediting_from_slurm_25_11_is_a_known_requeued_state() -> None:
+    line = "77|shep-r-a1|EXPEDITING|None|shepherd:run=r:attempt=1|||0:00|1:00\n"
+    jobs, problems = parse_squeue(line)
+    assert problems == []
+    assert jobs[0].state is JobState.REQUEUED and jobs[0].state.is_active
+
+
+def test_an_unknown_future_state_word_is_reported_and_never_finished() -> None:
+    jobs, problems = parse_squeue("78|shep-r-a1|FROBNICATING|None|shepherd:run=r:attempt=1|||0:00|1:00\n")
+    assert [j.state for j in jobs] == [JobState.UNKNOWN]
+    assert not jobs[0].state.is_terminal
+    assert [p.state_word for p in problems] == ["FROBNICATING"]
+    sacct_jobs, sacct_problems = parse_sacct("78|shep-r-a1|FROBNICATING by 0|0:0||n1|s|e|0:01|None\n")
+    assert not sacct_jobs[0].state.is_terminal and sacct_problems[0].state_word == "FROBNICATING"
+
+
 def test_exit_codes_and_sbatch_output() -> None:
     assert parse_exit_code("0:125") == (0, 125)
     assert parse_exit_code("junk") == (None, None)
@@ -83,20 +113,195 @@ def test_controller_down_is_unreachable_not_a_verdict() -> None:
     assert not looks_unreachable("sbatch: error: Invalid account or account/partition combination specified")
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="no recorded outputs in tests/data/slurm")
-def test_every_recorded_squeue_and_sacct_file_parses_without_problems() -> None:
+def test_both_versions_are_recorded() -> None:
+    assert {"22.05", "24.11"} <= set(VERSIONS)
+
+
+def recorded(data: Path, name: str) -> tuple[str, str, int]:
+    """(stdout, stderr, exit status) of one recorded command."""
+    err = data / f"{name}.stderr"
+    rc = data / f"{name}.rc"
+    return (
+        (data / f"{name}.txt").read_text(),
+        err.read_text() if err.exists() else "",
+        int(rc.read_text()) if rc.exists() else 0,
+    )
+
+
+def by_situation(jobs: list[JobObservation]) -> dict[str, JobObservation]:
+    """Recorded jobs by the situation in their tag (`shep-r-<situation>-a1`)."""
+    out = {}
+    for j in jobs:
+        assert j.tag is not None, j
+        out[j.tag[0].removeprefix("r-")] = j
+    return out
+
+
+@per_version
+def test_every_recorded_squeue_and_sacct_file_parses_without_problems(data: Path) -> None:
     checked = 0
-    for f in sorted(DATA.glob("squeue*.txt")):
+    for f in sorted(data.glob("squeue_*.txt")):  # all of them in Shepherd's -o format
         _, problems = parse_squeue(f.read_text())
         assert problems == [], f
         checked += 1
-    for f in sorted(DATA.glob("sacct*.txt")):
+    for f in sorted(data.glob("sacct_*.txt")):
         if "all_fields" in f.name:  # a different -o list, kept for reference
             continue
         _, problems = parse_sacct(f.read_text())
         assert problems == [], f
         checked += 1
-    assert checked > 0
+    assert checked >= 15
+
+
+FINISHED = {
+    "ok": JobState.COMPLETED,
+    "fail3": JobState.FAILED,
+    "cancel": JobState.CANCELLED,
+    "timeout": JobState.TIMEOUT,
+    "oom": JobState.OUT_OF_MEMORY,
+    "rejected": JobState.FAILED,  # sbatch said no (rc 1) and still left this record
+}
+PENDING_REASONS = {
+    "resources": "Resources",
+    "priority": "Priority",
+    "dependency": "Dependency",
+    "never": "DependencyNeverSatisfied",
+    "begin": "BeginTime",
+    "held-user": "JobHeldUser",
+    "held-admin": "JobHeldAdmin",
+    "part-limit": "PartitionTimeLimit",
+    "hold-release": "BeginTime",  # held, then released: back to waiting for its begin time
+}
+
+
+@per_version
+def test_squeue_gives_each_recorded_situation_its_state_and_reason(data: Path) -> None:
+    jobs = by_situation(parse_squeue(recorded(data, "squeue_nodbd")[0])[0])
+    for situation, state in FINISHED.items():
+        assert jobs[situation].state is state, situation
+    assert jobs["rejected"].reason == "BadConstraints"
+    for situation, reason in PENDING_REASONS.items():
+        assert (jobs[situation].state, jobs[situation].reason) == (JobState.PENDING, reason), situation
+    assert jobs["running"].state is JobState.RUNNING and jobs["running"].nodes
+    # `scontrol hold` of a running job: exit 0, the job keeps running, only the reason says held.
+    assert (jobs["held-running"].state, jobs["held-running"].reason) == (JobState.RUNNING, "JobHeldAdmin")
+    dbd = by_situation(parse_squeue(recorded(data, "squeue_dbd")[0])[0])
+    assert dbd["qos-second"].reason == "QOSMaxJobsPerUserLimit"
+
+
+@per_version
+def test_squeue_time_limit_is_unlimited_or_365_days_for_a_job_held_while_running(data: Path) -> None:
+    limits = {
+        line.split("|")[1]: line.split("|")[8] for line in recorded(data, "squeue_nodbd")[0].splitlines()
+    }
+    assert limits["shep-r-running-a1"] == "UNLIMITED"
+    assert limits["shep-r-timeout-a1"] == "1:00"
+    assert limits["shep-r-held-running-a1"] == "365-00:00:00"
+
+
+@per_version
+def test_special_exit_is_held_not_finished(data: Path) -> None:
+    job = by_situation(parse_squeue(recorded(data, "squeue_nodbd")[0])[0])["special-exit"]
+    assert job.reason == "job requeued in held state"
+    assert not job.state.is_terminal
+
+
+@per_version
+def test_sacct_exit_codes_and_states_with_and_without_slurmdbd(data: Path) -> None:
+    for name in ("sacct_jobcomp_ids", "sacct_dbd_ids"):
+        jobs = by_situation(parse_sacct(recorded(data, name)[0])[0])
+        assert (jobs["ok"].state, jobs["ok"].exit_code, jobs["ok"].signal) == (JobState.COMPLETED, 0, 0), name
+        assert (jobs["fail3"].state, jobs["fail3"].exit_code) == (JobState.FAILED, 3), name
+        assert jobs["cancel"].state is JobState.CANCELLED, name
+        assert jobs["timeout"].state is JobState.TIMEOUT, name
+        # OOM reads as exit status 0 with "signal" 125.
+        assert (jobs["oom"].state, jobs["oom"].exit_code, jobs["oom"].signal) == (
+            JobState.OUT_OF_MEMORY,
+            0,
+            125,
+        )
+    dbd = by_situation(parse_sacct(recorded(data, "sacct_dbd_ids")[0])[0])
+    assert dbd["ok"].tag == ("r-ok", 1) and dbd["ok"].comment == "shepherd:run=r-ok:attempt=1"
+
+
+@per_version
+def test_sacct_c_ignores_name_and_time_filters(data: Path) -> None:
+    # The lost-intent query (--name X -S -E) against the jobcomp file returns every finished job.
+    names = {j.name for j in parse_sacct(recorded(data, "sacct_jobcomp_names")[0])[0]}
+    assert {"shep-r-ok-a1", "shep-r-fail3-a1"} < names and "shep-r-timeout-a1" in names
+    dbd_names = {j.name for j in parse_sacct(recorded(data, "sacct_dbd_names")[0])[0]}
+    assert dbd_names == {"shep-r-ok-a1", "shep-r-fail3-a1"}
+
+
+@per_version
+def test_without_cgroups_an_oom_kill_is_a_failed_job_killed_by_signal_9(data: Path) -> None:
+    [job] = parse_sacct(recorded(data, "sacct_jobcomp_oom_nocgroup")[0])[0]
+    assert (job.state, job.exit_code, job.signal) == (JobState.FAILED, 0, 9)
+    [sq] = parse_squeue(recorded(data, "squeue_oom_nocgroup")[0])[0]
+    assert sq.state is JobState.FAILED
+    assert "exceeded memory limit" in recorded(data, "joblog_oom_nocgroup")[0]
+
+
+@per_version
+def test_sbatch_parsable_and_the_job_nodes_query(data: Path) -> None:
+    assert parse_sbatch_parsable(recorded(data, "sbatch_parsable")[0]) == "1000"
+    assert recorded(data, "jobnodes_running")[0].strip()
+
+
+@per_version
+@pytest.mark.parametrize("name", ["squeue_ctld_down", "sbatch_ctld_down", "scancel_ctld_down"])
+def test_controller_down_errors_read_as_unreachable(data: Path, name: str) -> None:
+    out, err, rc = recorded(data, name)
+    assert rc != 0 and out == ""
+    assert looks_unreachable(err), err
+
+
+@per_version
+@pytest.mark.parametrize("name", ["scontrol_hold_ctld_down", "scontrol_release_ctld_down"])
+def test_scontrol_with_the_controller_down_reads_as_unreachable(data: Path, name: str) -> None:
+    _, err, rc = recorded(data, name)
+    assert rc == 1
+    assert looks_unreachable(err), err
+
+
+@per_version
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sbatch_rejected_resources",
+        "sbatch_rejected_partition",
+        "sbatch_rejected_account",
+        "scontrol_hold_unknown_job",
+        "squeue_unknown_job",
+    ],
+)
+def test_refusals_are_not_read_as_unreachable(data: Path, name: str) -> None:
+    _, err, rc = recorded(data, name)
+    assert rc == 1 and err.strip()
+    assert not looks_unreachable(err), err
+
+
+@per_version
+@pytest.mark.parametrize(
+    "name",
+    ["scancel_unknown_job", "scancel_finished_job", "scancel_signal", "scontrol_hold", "scontrol_release"],
+)
+def test_silent_successes(data: Path, name: str) -> None:
+    assert recorded(data, name) == ("", "", 0)
+
+
+@per_version
+def test_scontrol_show_config_says_there_is_no_slurmdbd_and_where_the_jobcomp_file_is(data: Path) -> None:
+    config = parse_scontrol_config(recorded(data, "scontrol_show_config_nodbd")[0])
+    assert config["AccountingStorageType"] in ("accounting_storage/none", "(null)")  # 22.05, 24.11
+    assert config["JobCompType"] == "jobcomp/filetxt"
+    assert config["JobCompLoc"].startswith("/") and config["JobCompLoc"].endswith("/log/jobcomp.txt")
+
+
+@per_version
+def test_sacct_without_accounting_says_so_in_the_words_the_client_looks_for(data: Path) -> None:
+    _, err, rc = recorded(data, "sacct_no_accounting")
+    assert rc == 1 and "accounting storage is disabled" in err.lower()
 
 
 def test_scontrol_show_job_one_line_becomes_fields_even_with_spaces_in_a_value() -> None:

@@ -42,6 +42,17 @@ def test_intent_then_submission(tmp_path: Path) -> None:
     assert b.n == 2 and b.tag == "shep-r1-a2"
 
 
+def test_a_signal_only_exit_is_kept_with_its_exit_code(tmp_path: Path) -> None:
+    s = Store(tmp_path / "db.sqlite3")
+    s.create_run("r1", "toy", "{}", "/x")
+    s.begin_attempt("r1", lambda n: f"shep-r1-a{n}", {})
+    s.attempt_submitted("r1", 1, "42")
+    s.observe_attempt("r1", 1, slurm_state="FAILED", reason=None, nodes="n1", exit_code=0, exit_signal=9)
+    s.observe_attempt("r1", 1, slurm_state="FAILED", reason=None, nodes="n1")  # a later poll knows less
+    a = s.get_attempt("r1", 1)
+    assert a is not None and (a.exit_code, a.exit_signal) == (0, 9)
+
+
 def test_a_decision_is_recorded_once_per_signature(tmp_path: Path) -> None:
     s = Store(tmp_path / "db.sqlite3")
     s.create_run("r1", "toy", "{}", "/x")

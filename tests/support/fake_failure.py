@@ -39,10 +39,10 @@ SIGNATURES = {
         "ran for 600043 milliseconds before timing out.",
     ],
     "preempted": [
-        "slurmstepd: error: *** JOB {job} ON node1 CANCELLED AT 2026-11-21T03:12:44 DUE TO PREEMPTION ***"
+        "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-21T03:12:44 DUE TO PREEMPTION ***"
     ],
     "node-failure": [
-        "slurmstepd: error: *** JOB {job} ON node1 CANCELLED AT 2026-11-21T03:12:44 DUE TO NODE FAILURE ***"
+        "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-21T03:12:44 DUE TO NODE FAILURE ***"
     ],
     "host-oom": [
         "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
@@ -126,7 +126,8 @@ def main() -> int:
         print("training finished", flush=True)
         return 0
     for line in SIGNATURES[args.kind]:
-        print(line.format(job=os.environ.get("SLURM_JOB_ID", "0")), flush=True)
+        job, node = os.environ.get("SLURM_JOB_ID", "0"), os.environ.get("SLURMD_NODENAME", "node1")
+        print(line.format(job=job, node=node), flush=True)
     return 0 if args.kind == "harmless" else 1
 
 

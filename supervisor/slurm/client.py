@@ -10,7 +10,7 @@ from __future__ import annotations
 import getpass
 import os
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from supervisor.slurm.parse import (
     looks_unreachable,
     parse_sacct,
     parse_sbatch_parsable,
+    parse_sdiag_time,
     parse_squeue,
 )
 
@@ -40,6 +41,17 @@ class SlurmUnavailable(SlurmError):
 
 class SlurmRejected(SlurmError):
     """Slurm answered and refused (invalid option, unknown account): retrying the same won't help."""
+
+
+class Fenced(SlurmError):
+    """This process may not change anything in Slurm now: it does not hold the root's lease (any more).
+
+    Nothing was run, so it says nothing about any job; the daemon that holds the lease carries on.
+    """
+
+
+# Raises when this process may not act for the next `need_s` seconds (supervisor/lease: Lease.fence).
+Fence = Callable[[float], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +87,12 @@ class SlurmClient:
         bin_dir: Path | None = None,
         env: Mapping[str, str] | None = None,
         user: str | None = None,
+        fence: Fence | None = None,
     ) -> None:
+        """`fence` is checked before every sbatch, scancel, hold and release this client runs: the daemon's is
+        its lease, so a daemon that lost it can never act, whichever of its parts asks."""
         self.timeout_s = timeout_s
+        self.fence = fence
         self.bin_dir = bin_dir
         self.env = dict(env) if env is not None else None
         self.user = user or getpass.getuser()
@@ -108,8 +124,17 @@ class SlurmClient:
         msg = f"{Path(argv[0]).name} exited {proc.returncode}: {err[:500]}"
         return SlurmUnavailable(msg) if looks_unreachable(err) or proc.returncode < 0 else SlurmRejected(msg)
 
+    def _check_fence(self) -> None:
+        if self.fence is None:
+            return
+        try:
+            self.fence(self.timeout_s)  # valid for as long as the command may take
+        except Exception as exc:
+            raise Fenced(f"not acting: {exc}") from exc
+
     async def submit(self, req: SubmitRequest) -> str:
-        """Run sbatch; returns the job id. Raises SlurmUnavailable or SlurmRejected."""
+        """Run sbatch; returns the job id. Raises Fenced, SlurmUnavailable or SlurmRejected."""
+        self._check_fence()
         argv = [self._exe("sbatch"), "--parsable", *req.options, str(req.script), *req.script_args]
         proc = await self._run(argv, env=req.env, cwd=req.workdir)
         if proc.returncode != 0:
@@ -173,7 +198,42 @@ class SlurmClient:
             raise self._fail(argv, proc)
         return proc.stdout.decode(errors="replace").strip()
 
+    async def test_only(self, req: SubmitRequest) -> str:
+        """`sbatch --test-only`: whether Slurm would accept the request (account, partition, QOS, time, GRES),
+        without submitting anything. Returns Slurm's estimate; raises SlurmRejected with Slurm's reason."""
+        argv = [self._exe("sbatch"), "--test-only", *req.options, str(req.script), *req.script_args]
+        proc = await self._run(argv, env=req.env, cwd=req.workdir)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        return (proc.stderr.decode(errors="replace") + proc.stdout.decode(errors="replace")).strip()
+
+    async def version(self) -> str:
+        """`sinfo --version`, e.g. `slurm 22.05.8`."""
+        argv = [self._exe("sinfo"), "--version"]
+        proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        return proc.stdout.decode(errors="replace").strip()
+
+    async def ping(self) -> str:
+        """`scontrol ping`: whether the controller answers (its own words)."""
+        argv = [self._exe("scontrol"), "ping"]
+        proc = await self._run(argv)
+        out = proc.stdout.decode(errors="replace").strip()
+        if proc.returncode != 0 or "DOWN" in out:
+            raise SlurmUnavailable(out or proc.stderr.decode(errors="replace").strip())
+        return out
+
+    async def controller_time(self) -> float:
+        """The controller's clock: sdiag's header `sdiag output at <date> (<epoch>)` is slurmctld's time."""
+        argv = [self._exe("sdiag")]
+        proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        return parse_sdiag_time(proc.stdout.decode(errors="replace"))
+
     async def cancel(self, job_id: str, *, signal: str | None = None) -> None:
+        self._check_fence()
         argv = [self._exe("scancel"), *(["--signal", signal] if signal else []), job_id]
         proc = await self._run(argv)
         if proc.returncode != 0:
@@ -186,6 +246,7 @@ class SlurmClient:
         await self._control("release", job_id)
 
     async def _control(self, verb: str, job_id: str) -> None:
+        self._check_fence()
         argv = [self._exe("scontrol"), verb, job_id]
         proc = await self._run(argv)
         if proc.returncode != 0:

@@ -52,12 +52,13 @@ def build_submit_request(
     overrides: AttemptOverrides,
     python_bin_dir: Path | None = None,
     script: Path | None = None,
+    generation: int | None = None,
 ) -> SubmitRequest:
     s = spec.slurm
     log_dir = base_log_dir(spec, run_dir)
     opts = [
         f"--job-name={make_job_name(run_id, attempt)}",
-        f"--comment={make_comment(run_id, attempt)}",
+        f"--comment={make_comment(run_id, attempt, generation)}",
         f"--nodes={s.nodes}",
         "--ntasks-per-node=1",
         f"--cpus-per-task={s.cpus}",

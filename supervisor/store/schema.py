@@ -187,5 +187,14 @@ CREATE TABLE progress (
 );
 """
 
+# The lease generation of the daemon that wrote an attempt's intent (and put it in the job's tag).
+_ATTEMPT_GENERATION = "ALTER TABLE attempts ADD COLUMN generation INTEGER;"
+
 # Each entry moves the schema from version i to i+1. Never edit a released entry: append.
-MIGRATIONS: tuple[str, ...] = (_CORE_SCHEMA, SLACK_SCHEMA_SQL, _PROGRESS_SCHEMA, SLACK_INCIDENTS_SQL)
+MIGRATIONS: tuple[str, ...] = (
+    _CORE_SCHEMA,
+    SLACK_SCHEMA_SQL,
+    _PROGRESS_SCHEMA,
+    SLACK_INCIDENTS_SQL,
+    _ATTEMPT_GENERATION,
+)

@@ -22,6 +22,8 @@ from supervisor.domain.runs import RunRow
 from supervisor.domain.spec import check_spec_files, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.intake.queue import new_run_id
+from supervisor.lease.keeper import read_lease
+from supervisor.lease.model import describe
 from supervisor.notify.silences import RULE_PREFIX, Silences
 from supervisor.settings import Settings
 from supervisor.slurm.launchers import layout
@@ -153,6 +155,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(runs, indent=2, default=str))
         return 0
+    print(lease_line(settings))
     if not runs:
         print("no runs")
         return 0
@@ -162,6 +165,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         state = r["state"] + ("*" if r["held"] else "")
         print(f"{r['id']:<44} {state:<10} {r['slurm_job_id'] or '-':>8} {r['attempts']:>3}  {note}")
     return 0
+
+
+def lease_line(settings: Settings) -> str:
+    """Which daemon acts for this root: the lease's holder (host:pid, generation) and how fresh it is."""
+    try:
+        return describe(read_lease(settings.lease_dir), time.time())
+    except OSError as exc:
+        return f"lease: cannot be read ({exc})"
 
 
 def _print_detail(d: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,8 @@ class Fenced(SlurmError):
     Nothing was run, so it says nothing about any job; the daemon that holds the lease carries on.
     """
 
+
+_KILLED_BY_TIMEOUT = 128 + 9  # coreutils timeout's status when it had to SIGKILL the command
 
 # Raises when this process may not act for the next `need_s` seconds (supervisor/lease: Lease.fence).
 Fence = Callable[[float], None]
@@ -103,21 +106,38 @@ class SlurmClient:
         return str(self.bin_dir / name) if self.bin_dir else name
 
     async def _run(
-        self, argv: list[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None
+        self,
+        argv: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        hard_limit: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
+        """Run one Slurm command within `timeout_s`. With `hard_limit` (sbatch, scancel, hold) the command is
+        also started under coreutils' `timeout -s KILL`, so it dies on time even if this process is stopped
+        (SIGSTOP, a frozen VM) and cannot kill it: nothing it does lands after the lease it started under."""
         self.stats.count(Path(argv[0]).name)
         base = dict(os.environ) if self.env is None else dict(self.env)
         if env:
             base.update(env)
+        run = argv
+        killer = shutil.which("timeout", path=base.get("PATH")) if hard_limit else None
+        if killer:
+            run = [killer, "-s", "KILL", f"{max(1, int(self.timeout_s))}", *argv]
         try:
-            with anyio.fail_after(self.timeout_s):
-                return await anyio.run_process(argv, env=base, cwd=cwd, check=False)
+            with anyio.fail_after(self.timeout_s + (1 if killer else 0)):
+                proc = await anyio.run_process(run, env=base, cwd=cwd, check=False)
         except TimeoutError as exc:
             raise SlurmUnavailable(
                 f"{Path(argv[0]).name} did not answer within {self.timeout_s:.0f}s"
             ) from exc
         except OSError as exc:
             raise SlurmUnavailable(f"could not run {argv[0]}: {exc}") from exc
+        if killer and proc.returncode == _KILLED_BY_TIMEOUT:
+            raise SlurmUnavailable(
+                f"{Path(argv[0]).name} did not finish within {self.timeout_s:.0f}s: killed"
+            )
+        return proc
 
     def _fail(self, argv: list[str], proc: subprocess.CompletedProcess[bytes]) -> SlurmError:
         err = proc.stderr.decode(errors="replace").strip() or proc.stdout.decode(errors="replace").strip()
@@ -136,7 +156,7 @@ class SlurmClient:
         """Run sbatch; returns the job id. Raises Fenced, SlurmUnavailable or SlurmRejected."""
         self._check_fence()
         argv = [self._exe("sbatch"), "--parsable", *req.options, str(req.script), *req.script_args]
-        proc = await self._run(argv, env=req.env, cwd=req.workdir)
+        proc = await self._run(argv, env=req.env, cwd=req.workdir, hard_limit=True)
         if proc.returncode != 0:
             raise self._fail(argv, proc)
         try:
@@ -235,7 +255,7 @@ class SlurmClient:
     async def cancel(self, job_id: str, *, signal: str | None = None) -> None:
         self._check_fence()
         argv = [self._exe("scancel"), *(["--signal", signal] if signal else []), job_id]
-        proc = await self._run(argv)
+        proc = await self._run(argv, hard_limit=True)
         if proc.returncode != 0:
             raise self._fail(argv, proc)
 
@@ -248,6 +268,6 @@ class SlurmClient:
     async def _control(self, verb: str, job_id: str) -> None:
         self._check_fence()
         argv = [self._exe("scontrol"), verb, job_id]
-        proc = await self._run(argv)
+        proc = await self._run(argv, hard_limit=True)
         if proc.returncode != 0:
             raise self._fail(argv, proc)

@@ -55,6 +55,7 @@ async def measure(n: int, polls: int, interval: float, root: Path) -> dict[str, 
     settings = Settings(root=root)
     settings.slurm.poll_interval_s = interval
     settings.slurm.steady_poll_interval_s = interval
+    settings.preflight.at_intake = False  # measures supervision, not preflight's sbatch --test-only
     settings.ensure_dirs()
     store = Store(settings.db_path)
     slurm = SlurmClient(timeout_s=60)
@@ -64,7 +65,7 @@ async def measure(n: int, polls: int, interval: float, root: Path) -> dict[str, 
             SPEC.format(name=f"scale-{i:05d}", workdir=root)
         )
     await anyio.sleep(settings.spec_settle_s + 0.05)
-    daemon.scan_queue()
+    await daemon.scan_queue()
     t0 = time.monotonic()
     for run in store.list_runs(include_final=False):
         await daemon.submit_attempt(run)

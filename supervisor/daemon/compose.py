@@ -6,8 +6,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
+import anyio.from_thread
 import structlog
 import watchfiles
 
@@ -19,6 +21,7 @@ from supervisor.daemon.monitor import Monitor
 from supervisor.daemon.standby import stand_by
 from supervisor.daemon.wakeups import StoreScheduler, Wakeups
 from supervisor.domain.notices import Notice
+from supervisor.domain.spec import JobSpec
 from supervisor.intake.queue import Intake
 from supervisor.lease import Lease
 from supervisor.logs import LogMode, configure_logging
@@ -26,6 +29,7 @@ from supervisor.notify.sinks import FanOut, LogSink
 from supervisor.notify.slack.service import SlackOutbox, SlackService
 from supervisor.notify.slack.sink import SlackSink
 from supervisor.ports import NoticeSink
+from supervisor.preflight.probe import run_preflight
 from supervisor.rules.loader import REPO_RULES
 from supervisor.service.reload import Reloader
 from supervisor.service.sdnotify import Notifier
@@ -149,6 +153,7 @@ def build(
         max_bytes=settings.max_spec_bytes,
         settle_s=settings.spec_settle_s,
         clock=clock,
+        preflight=intake_preflight(settings) if settings.preflight.at_intake else None,
     )
     daemon = Daemon(
         settings,
@@ -168,6 +173,25 @@ def build(
     return Built(
         settings, store, slurm, sink, controller, actions, monitor, heartbeats, reloader, daemon, slack
     )
+
+
+def intake_preflight(settings: Settings) -> Callable[[JobSpec], list[str]]:
+    """Preflight for the intake's worker thread: run on the daemon's loop, blocking problems returned as
+    the spec's errors, warnings logged. Its own Slurm client: `--test-only` submits nothing (not fenced)."""
+    pf = settings.preflight
+    timeout = min(pf.timeout_s, settings.slurm.command_timeout_s)
+    slurm = SlurmClient(timeout_s=timeout, bin_dir=settings.slurm.bin_dir) if pf.test_only else None
+
+    def check(spec: JobSpec) -> list[str]:
+        problems = anyio.from_thread.run(
+            partial(run_preflight, spec, slurm=slurm, timeout_s=pf.timeout_s, shared_paths=pf.shared_paths)
+        )
+        for p in problems:
+            if not p.blocking:
+                log.warning("preflight could not check everything", spec=spec.name, problem=str(p))
+        return [str(p) for p in problems if p.blocking]
+
+    return check
 
 
 EXIT_STEPPED_DOWN = 75  # EX_TEMPFAIL: systemd (Restart=on-failure) or the Slurm host job starts a standby

@@ -270,7 +270,7 @@ class Daemon:
     # ---- queue -----------------------------------------------------------------------------------------
     async def intake_loop(self) -> None:
         queue = self.settings.queue_dir
-        self.scan_queue()
+        await self.scan_queue()
         stop = anyio.Event()
         while True:
             try:
@@ -285,14 +285,16 @@ class Daemon:
                     poll_delay_ms=int(self.settings.watch.poll_interval_s * 1000),
                 ):
                     self.heartbeats.beat_if_registered("intake")
-                    self.scan_queue()
+                    await self.scan_queue()
             except Exception as exc:  # watcher broke (dir removed...): rescan by polling and retry
                 log.error("queue watcher failed; retrying", error=str(exc))
                 self.settings.ensure_dirs()
                 await anyio.sleep(1)
 
-    def scan_queue(self) -> None:
-        claimed, _rejected = self.intake.scan()
+    async def scan_queue(self) -> None:
+        """Claim what is queued. The scan runs in a worker thread: preflight stats the spec's paths (a hung
+        NFS mount blocks there, not here) and asks `sbatch --test-only` back on this loop."""
+        claimed, _rejected = await anyio.to_thread.run_sync(self.intake.scan)
         for c in claimed:
             self.store.create_run(c.run_id, c.spec.name, c.spec.model_dump_json(), str(c.spec_path))
         if claimed:

@@ -90,7 +90,11 @@ class Intake:
         max_bytes: int = MAX_SPEC_BYTES,
         settle_s: float = 0.3,
         clock: Callable[[], float] = time.time,
+        preflight: Callable[[JobSpec], list[str]] | None = None,
     ) -> None:
+        """`preflight` (supervisor/preflight, built in compose) checks a valid spec against the cluster before
+        it is claimed; its problems reject the spec like spec errors."""
+        self.preflight = preflight
         self.queue_dir = queue_dir
         self.runs_dir = runs_dir
         self.rejected_dir = rejected_dir
@@ -146,6 +150,8 @@ class Intake:
         except YamlDocumentError as exc:
             return self._reject(path, [str(e) for e in exc.errors])
         problems = check_spec_files(spec)
+        if not problems and self.preflight is not None:
+            problems = self.preflight(spec)
         if problems:
             return self._reject(path, [f"{path}: {p}" for p in problems])
         return self._claim(path, spec)

@@ -8,6 +8,12 @@ from typing import Any
 
 import pytest
 
+# The dev cluster's compute nodes are this machine, so every path here is shared with them; preflight's
+# "is it on a shared filesystem" check is tested on its own (tests/preflight/) with this unset. And a daemon's
+# intake asks `sbatch --test-only` only where a test says so: a unit test has no Slurm to ask.
+os.environ.setdefault("SHEPHERD_PREFLIGHT__SHARED_PATHS", '["/"]')
+os.environ.setdefault("SHEPHERD_PREFLIGHT__TEST_ONLY", "false")
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:

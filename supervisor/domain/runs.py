@@ -88,6 +88,7 @@ class AttemptRow:
     overrides_json: str | None
     unknown_since: float | None
     last_seen_at: float | None
+    generation: int | None = None  # the lease generation of the daemon that submitted it
 
     @property
     def overrides(self) -> dict[str, Any]:

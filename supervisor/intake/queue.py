@@ -91,10 +91,14 @@ class Intake:
         settle_s: float = 0.3,
         clock: Callable[[], float] = time.time,
         check_spec: Callable[[JobSpec], list[str]] | None = None,
+        preflight: Callable[[JobSpec], list[str]] | None = None,
     ) -> None:
         """`check_spec`: more problems to refuse a spec for, each a line for the user (the composition root
-        passes the rules loader, so a spec whose rules files do not load is rejected with their lines)."""
+        passes the rules loader, so a spec whose rules files do not load is rejected with their lines).
+        `preflight` (supervisor/preflight, built in compose) then checks a spec that passed against the
+        cluster before it is claimed; its problems reject the spec like spec errors."""
         self.check_spec = check_spec
+        self.preflight = preflight
         self.queue_dir = queue_dir
         self.runs_dir = runs_dir
         self.rejected_dir = rejected_dir
@@ -152,6 +156,8 @@ class Intake:
         problems = check_spec_files(spec)
         if not problems and self.check_spec is not None:
             problems = self.check_spec(spec)
+        if not problems and self.preflight is not None:
+            problems = self.preflight(spec)
         if problems:
             return self._reject(path, [f"{path}: {p}" for p in problems])
         return self._claim(path, spec)

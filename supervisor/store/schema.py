@@ -211,6 +211,9 @@ CREATE TABLE attempt_marks (
 CREATE INDEX attempt_marks_run ON attempt_marks(run_id, attempt, id);
 """
 
+# The lease generation of the daemon that wrote an attempt's intent (and put it in the job's tag).
+_ATTEMPT_GENERATION = "ALTER TABLE attempts ADD COLUMN generation INTEGER;"
+
 # Each entry moves the schema from version i to i+1. Never edit a released entry: append.
 MIGRATIONS: tuple[str, ...] = (
     _CORE_SCHEMA,
@@ -218,4 +221,5 @@ MIGRATIONS: tuple[str, ...] = (
     _PROGRESS_SCHEMA,
     SLACK_INCIDENTS_SQL,
     _TIMELINE_SCHEMA,
+    _ATTEMPT_GENERATION,
 )

@@ -198,6 +198,12 @@ class LeaseSettings(BaseModel):
     margin_s: float = Field(
         default=5.0, ge=0, description="the holder stops acting this long before a standby could take over"
     )
+    request_wait_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="a CLI command (cancel, hold, resume...) waits this long for the daemon that holds the "
+        "lease to answer it",
+    )
 
 
 class PreflightSettings(BaseModel):
@@ -283,6 +289,11 @@ class Settings(BaseSettings):
     @property
     def lease_dir(self) -> Path:
         return self.state_dir / "lease"
+
+    @property
+    def requests_dir(self) -> Path:
+        """People's commands for the lease holder (act/mailbox.py): shared, like the lease."""
+        return self.state_dir / "requests"
 
     @property
     def db_path(self) -> Path:

@@ -3,6 +3,7 @@ settings; tests and benchmarks hand in fakes for the edges (the store, Slurm, ex
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import watchfiles
 from supervisor.act.actions import Actions
 from supervisor.act.checkpoints import resolve_checkpoint_for_run
 from supervisor.act.control import Controller, DaemonRunControl
+from supervisor.act.mailbox import Mailbox, handlers, make_lease, serve
 from supervisor.daemon.loops import DAEMON_THREAD, Daemon, Task
 from supervisor.daemon.metrics import MetricsExporter, StoreCollector
 from supervisor.daemon.monitor import Monitor
@@ -142,8 +144,15 @@ def build(
         async for _ in watchfiles.awatch(*dirs, debounce=300, recursive=False):
             await reloader.reload_now("rules file changed")
 
+    def holder() -> str:
+        if lease is None:
+            return f"pid {os.getpid()}"
+        return f"{lease.host}:{lease.pid}, generation {lease.generation}"
+
+    mailbox = Mailbox(settings.requests_dir)
     tasks = [
         Task(Monitor.LOOP, monitor.run, Monitor.ALLOWANCE_S),
+        Task("requests", partial(serve, mailbox, handlers(controller, settings, slurm), who=holder)),
         *([Task("slack", slack.run)] if slack is not None else []),
         Task("reloader", reloader.run),
         Task("rules-files", watch_rules_files),
@@ -222,11 +231,6 @@ def intake_preflight(settings: Settings) -> Callable[[JobSpec], list[str]]:
 
 
 EXIT_STEPPED_DOWN = 75  # EX_TEMPFAIL: systemd (Restart=on-failure) or the Slurm host job starts a standby
-
-
-def make_lease(settings: Settings) -> Lease:
-    s = settings.lease
-    return Lease(settings.lease_dir, ttl_s=s.ttl_s, margin_s=s.margin_s, renew_every_s=s.renew_every_s)
 
 
 def run_daemon(settings: Settings, *, log_format: LogMode = "auto") -> int:

@@ -133,3 +133,10 @@ def describe(record: LeaseRecord | None, now_wall: float) -> str:
     if ago > record.ttl_s:
         return f"lease: expired (last held by {who}, renewed {ago:.0f} s ago; a standby takes over)"
     return f"lease: held by {who}, renewed {ago:.0f} s ago (ttl {record.ttl_s:.0f} s)"
+
+
+def looks_held(record: LeaseRecord | None, now_wall: float) -> bool:
+    """Whether a live process seems to hold the lease, by the wall clock of its last renewal. A hint for the
+    CLI's fast path only: a holder that looks silent is confirmed gone by watching its records, never by
+    comparing clocks (`standby_step`)."""
+    return record is not None and not record.released and now_wall - record.renewed_at <= record.ttl_s

@@ -245,6 +245,7 @@ def run_daemon(settings: Settings, *, log_format: LogMode = "auto") -> int:
         nonlocal built
         if not await stand_by(lease, sd):
             return
+        lease.start_renewing()  # now, not when the loops start: building the daemon can outlast a short lease
         built = build(settings, lease=lease, sd=sd)
         await built.run()
 

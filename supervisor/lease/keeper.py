@@ -6,6 +6,13 @@ it steps down (the daemon exits and its service manager starts a fresh standby).
 `scancel` and hold the fence does more than look at the clock: it renews, i.e. creates the next record
 exclusively, which fails if any other process took the lease over, even when this host's clock did not advance
 (a paused VM).
+
+Renewal runs on a thread of its own, started the moment the lease is won: the daemon's event loop does
+synchronous work (building its parts, opening and migrating the store, a busy poll on a loaded login node)
+that can outlast a short lease, and a holder whose loop is briefly busy must not lose the lease for it. The
+thread only keeps the lease; whether this process may *act* is still decided at each action (`fence`,
+`guard`), and a SIGSTOP or a suspend stops the thread with the rest of the process, so a frozen holder still
+lapses. A wedged event loop is the watchdog's to catch (service/watchdog.py), not the lease's.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -66,6 +74,11 @@ class Lease:
         self.lost: str | None = None
         self._renewed = 0.0
         self._seen: Seen | None = None
+        # renew() runs on the renewer thread and in fence() on the event loop: one at a time, or the second
+        # would find its own record at seq+1 and take it for another holder's.
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
 
     # ---- standby ------------------------------------------------------------------------------------
     def try_acquire(self) -> str | None:
@@ -128,6 +141,10 @@ class Lease:
     def renew(self) -> bool:
         """Create the next record while still valid; a lapse or a record taken by another process loses the
         lease for good. False when not renewed (lost, or an I/O error to retry before the lease lapses)."""
+        with self._lock:
+            return self._renew()
+
+    def _renew(self) -> bool:
         if self.generation is None or self.lost is not None:
             return False
         if not may_act(self.until, self.clock()):
@@ -166,20 +183,46 @@ class Lease:
         if not self.renew() or not may_act(self.until, self.clock(), need_s):
             raise NotLeader(self.lost or "could not renew the lease before acting")
 
-    async def keep(self, on_lost: Callable[[str], None]) -> None:
-        """Renew every `renew_every_s` until the lease is lost, then call `on_lost` once and return."""
-        while True:
-            await anyio.sleep(min(self.renew_every_s, 0.5))
-            if self.lost is None and self.clock() - self._renewed >= self.renew_every_s:
+    def start_renewing(self) -> None:
+        """Renew every `renew_every_s` on the renewer thread until the lease is lost or released."""
+        if self._renewer is not None and self._renewer.is_alive():
+            return
+        self._stop.clear()
+        self._renewer = threading.Thread(target=self._renew_loop, name="lease-renewer", daemon=True)
+        self._renewer.start()
+
+    def stop_renewing(self, wait: bool = True) -> None:
+        self._stop.set()
+        if wait and self._renewer is not None and self._renewer is not threading.current_thread():
+            self._renewer.join(timeout=2 * self.ttl_s)
+        self._renewer = None
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(min(self.renew_every_s, 0.25)) and self.lost is None:
+            if self.clock() - self._renewed >= self.renew_every_s:
                 self.renew()
-            if self.lost is None and not may_act(self.until, self.clock()):
-                self._lose(f"the lease lapsed (not renewed for {self.clock() - self._renewed:.1f} s)")
-            if self.lost is not None:
-                on_lost(self.lost)
-                return
+            self._check_lapse()
+
+    def _check_lapse(self) -> None:
+        if self.lost is None and self.generation is not None and not may_act(self.until, self.clock()):
+            self._lose(f"the lease lapsed (not renewed for {self.clock() - self._renewed:.1f} s)")
+
+    async def keep(self, on_lost: Callable[[str], None]) -> None:
+        """Keep the lease renewed (the renewer thread) until it is lost, then call `on_lost` once."""
+        self.start_renewing()
+        while (why := self.lost) is None:
+            await anyio.sleep(0.1)  # reads two fields: no I/O on the event loop
+            self._check_lapse()
+        self.stop_renewing(wait=False)  # it stops by itself once lost; never block the loop on it
+        on_lost(why)
 
     def release(self) -> None:
         """On a clean stop: a released record, so a standby takes over at once instead of after the ttl."""
+        self.stop_renewing()
+        with self._lock:
+            self._release()
+
+    def _release(self) -> None:
         if not self.held or self.generation is None:
             return
         now = self.wall()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,30 @@ def test_old_records_are_pruned_behind_the_newest(tmp_path: Path) -> None:
         assert a.renew()
     names = sorted(p.name for p in tmp_path.iterdir())
     assert len(names) < 100 and names[-1] == record_name(201)
+
+
+def test_a_holder_whose_event_loop_is_busy_longer_than_the_ttl_keeps_its_lease(tmp_path: Path) -> None:
+    a = Lease(tmp_path, ttl_s=3, margin_s=0.5, renew_every_s=0.1, host="login", pid=1)
+    assert a.try_acquire() is None
+    a.start_renewing()
+    try:
+        first = a.seq
+        time.sleep(4.5)  # the daemon building its parts, a long synchronous poll: the renewer thread goes on
+        assert a.held and a.lost is None and a.seq > first
+        a.guard()
+    finally:
+        a.release()
+    rec = read_lease(tmp_path)
+    assert rec is not None and rec.released and rec.generation == 1
+
+
+def test_fencing_while_the_renewer_runs_never_mistakes_its_own_record_for_a_takeover(tmp_path: Path) -> None:
+    a = Lease(tmp_path, ttl_s=3, margin_s=0.5, renew_every_s=0.001, host="login", pid=1)
+    assert a.try_acquire() is None
+    a.start_renewing()
+    try:
+        for _ in range(300):
+            a.fence(0.1)  # renews on this thread, racing the renewer's renewals
+        assert a.lost is None and a.generation == 1
+    finally:
+        a.release()

@@ -1,4 +1,5 @@
-"""Suite-wide rules: where the real parts must exist (CI, scripts/test), a test needing them may not skip."""
+"""Suite-wide rules: where the real parts must exist (CI, scripts/test), a test needing them may not skip
+(the dev Slurm cluster, Ray, FUSE for the network-filesystem stand-in)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     required = os.environ.get("SHEPHERD_REQUIRE_SLURM") == "1"
-    if required and report.skipped and (item.get_closest_marker("slurm") or item.get_closest_marker("ray")):
+    needs_real_part = any(item.get_closest_marker(m) for m in ("slurm", "ray", "fuse"))
+    if required and report.skipped and needs_real_part:
         report.outcome = "failed"
-        report.longrepr = f"this run requires the real Slurm and Ray, but the test skipped: {report.longrepr}"
+        report.longrepr = f"this run requires real Slurm, Ray and FUSE; the test skipped: {report.longrepr}"

@@ -11,6 +11,8 @@ every run's first attempt fails with a real signature and is resumed, its second
   own record), and each job's tag carries the generation the store recorded for its attempt;
 - every thawed leader exited 75 ("stepped down") and its log shows no claim, submission or cancel after the
   freeze; the lease's generation went up by one per takeover.
+
+And a person's `shepherd cancel`, given while the leader is frozen, is carried out by the new leader alone.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import pytest
 
 from supervisor.lease.keeper import read_lease
 from tests.support import specs
-from tests.support.daemon import REPO, DaemonProcess, wait_for
+from tests.support.daemon import REPO, SHEPHERD, DaemonProcess, wait_for
 from tests.support.specs import fake_argv, records
 
 pytestmark = pytest.mark.slurm
@@ -195,3 +197,46 @@ def check_nothing_lost_or_duplicated(root: Path, tmp: Path, names: list[str], en
                     assert comment.endswith(f":gen={a['generation']}"), f"{comment} vs {where}"
             ran = [r["attempt"] for r in records(tmp, name)]
             assert sorted(ran) == sorted(set(ran)) == sorted(int(j.rsplit("-a", 1)[1]) for j in mine), where
+
+
+def test_a_command_given_while_the_leader_is_frozen_is_carried_out_by_the_new_leader_alone(
+    pair: tuple[Daemon, Daemon], tmp_path: Path, slurm_cluster: Any
+) -> None:
+    leader, standby = pair
+    root = leader.root
+    leader.start()
+    wait_for(lambda: holder(root) == (leader.pid, 1), 60, 0.2, "the first daemon to take the lease")
+    standby.start()
+    run = leader.submit(specs.write_spec(tmp_path, "long", ["sleep", "300"]))
+    wait_for(lambda: leader.status(run).get("state") == "RUNNING", 90, 0.5, "the run to start")
+    offset = leader.log_path.stat().st_size
+    leader.proc.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+    # Given at once, from "another login node": the frozen leader still looks alive, so the CLI hands the
+    # command over; only the daemon that holds the lease next may carry it out.
+    cli = subprocess.Popen(
+        [*SHEPHERD, "--root", str(root), "cancel", run],
+        env=standby.env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(lambda: (h := holder(root)) is not None and h[0] == standby.pid, 30, 0.1, "the takeover")
+    out, err = cli.communicate(timeout=90)
+    assert cli.returncode == 0, err
+    assert out.startswith(f"cancelled {run} (scancel "), out
+    leader.proc.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+    assert leader.wait_exit(20) == 75
+    thawed = leader.log_path.read_text(errors="replace")[offset:]
+    assert '"event": "request"' not in thawed and "cancelled job" not in thawed, thawed[-3000:]
+    taken = [line for line in standby.log_path.read_text().splitlines() if '"event": "request"' in line]
+    assert len(taken) == 1 and '"verb": "cancel"' in taken[0], taken
+    assert standby.status(run)["state"] == "CANCELLED"
+    job = out.split("scancel ")[1].rstrip(")\n")
+    wait_for(
+        lambda: any(j[0] == job and j[2] == "CANCELLED" for j in slurm_jobs(slurm_cluster.env)),
+        30,
+        0.5,
+        "slurm to cancel the job",
+    )
+    assert not any((root / "state" / "requests").glob("*.json"))

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import secrets
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -330,7 +331,20 @@ async def ask(
     holder counts as live when its last renewal looks recent by the wall clock, or when this process sees it
     renew (so a skewed clock cannot make the CLI act beside a live daemon: it can only make it wait).
     """
-    lease = lease or make_lease(settings)
+    try:
+        return await _ask(settings, verb, args, actor, lease or make_lease(settings), clock)
+    except (OSError, sqlite3.Error) as exc:
+        raise ControlError(f"not done: the state folder {settings.state_dir} cannot be used: {exc}") from exc
+
+
+async def _ask(
+    settings: Settings,
+    verb: str,
+    args: Mapping[str, str],
+    actor: str,
+    lease: Lease,
+    clock: Callable[[], float],
+) -> str:
     mailbox = Mailbox(settings.requests_dir)
     wait_s = settings.lease.request_wait_s
     give_up_at = clock() + wait_s + settings.lease.ttl_s  # a silent holder is watched for the ttl first

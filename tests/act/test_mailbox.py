@@ -267,3 +267,12 @@ async def test_a_refusal_is_the_cli_error_and_changes_nothing(tmp_path: Path) ->
     with pytest.raises(ControlError, match="no run"):
         await ask(s, "cancel", {"run": "nope"}, "cli:alice")
     assert run_state(s) == RunState.QUEUED
+
+
+@pytest.mark.anyio
+async def test_a_state_folder_that_cannot_be_used_is_a_clear_error(tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    s.lease_dir.parent.mkdir(parents=True, exist_ok=True)
+    s.lease_dir.write_text("not a folder")  # the lease folder is a file: every look at it fails
+    with pytest.raises(ControlError, match="cannot be used"):
+        await ask(s, "cancel", {"run": RUN}, "cli:alice")

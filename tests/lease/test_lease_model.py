@@ -8,6 +8,7 @@ from supervisor.lease.model import (
     Seen,
     Wait,
     describe,
+    looks_held,
     may_act,
     standby_step,
     valid_until,
@@ -72,3 +73,10 @@ def test_a_record_round_trips_and_a_torn_one_reads_as_none() -> None:
     assert LeaseRecord.from_json(7, r.to_json()) == r
     assert LeaseRecord.from_json(8, r.to_json()) is None  # in the wrong file
     assert LeaseRecord.from_json(7, r.to_json()[:20]) is None
+
+
+def test_the_cli_hands_commands_over_only_to_a_holder_that_renewed_within_its_ttl() -> None:
+    assert looks_held(rec(3, 1, renewed_at=1000.0), now_wall=1005.0)
+    assert not looks_held(rec(3, 1, renewed_at=1000.0), now_wall=1011.0)  # silent: watched for the ttl
+    assert not looks_held(rec(3, 1, released=True), now_wall=1000.5)  # released: the CLI may take it
+    assert not looks_held(None, now_wall=1000.0)  # no daemon ever held it

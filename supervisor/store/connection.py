@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -29,10 +30,31 @@ class StoreError(Exception):
     """The store could not be read or written (disk full, locked, corrupt)."""
 
 
+# The statements that change the file. A write outside `transaction` (autocommit: a cursor saved, an outcome
+# noted) is its own transaction, so it is checked too: a thawed former leader once saved its log cursors past
+# lines whose decisions it could no longer record, and the new leader, reading on from there, never saw them.
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
 class GuardedConnection(sqlite3.Connection):
-    """A connection that knows who may write through it: `transaction` calls `write_guard` (if set)."""
+    """A connection that knows who may write through it: `transaction` calls `write_guard` (if set) when it
+    begins and before it commits, and so does every write statement run outside a transaction."""
 
     write_guard: Callable[[], None] | None = None
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if self.write_guard is not None and not self.in_transaction and _is_write(sql):
+            self.write_guard()
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        if self.write_guard is not None and not self.in_transaction and _is_write(sql):
+            self.write_guard()
+        return super().executemany(sql, parameters)
+
+
+def _is_write(sql: str) -> bool:
+    return sql.lstrip()[:7].upper().startswith(_WRITES)
 
 
 def store_plan(path: Path) -> StorePlan:

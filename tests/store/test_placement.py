@@ -45,3 +45,26 @@ def test_a_write_guard_refuses_writes_and_a_lapse_during_a_transaction_rolls_it_
         allowed[0] = False  # the lease lapses while the transaction runs: its commit is refused
     allowed[0] = True
     assert [r.id for r in store.list_runs()] == ["r1"]
+
+
+def test_a_write_guard_also_refuses_writes_outside_a_transaction_but_never_reads(tmp_path: Path) -> None:
+    """A thawed former leader once saved its log cursors (an autocommit write) past lines whose decision it
+    could no longer record; the new leader, reading on from there, never saw them."""
+    allowed = [True]
+
+    def guard() -> None:
+        if not allowed[0]:
+            raise Refuse("not the leader")
+
+    store = Store(tmp_path / "s.sqlite3", write_guard=guard)
+    store.create_run("r1", "one", "{}", "/spec")
+    store.save_cursor("/logs/slurm-1.out", 7, 19, 2)
+    allowed[0] = False
+    with pytest.raises(Refuse):
+        store.save_cursor("/logs/slurm-1.out", 7, 116, 3)
+    with pytest.raises(Refuse):
+        store.db.execute("  update runs SET state = 'FAILED'")
+    assert [r.id for r in store.list_runs()] == ["r1"]  # reading is always allowed
+    allowed[0] = True
+    row = store.db.execute("SELECT offset FROM cursors WHERE path = ?", ("/logs/slurm-1.out",)).fetchone()
+    assert row[0] == 19

@@ -35,7 +35,7 @@ from supervisor.domain.spec import JobSpec, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.faultpoints import crash_point
 from supervisor.intake.queue import Intake, queue_dir_problem
-from supervisor.lease import Lease
+from supervisor.lease import Lease, NotLeader
 from supervisor.ports import NoticeSink
 from supervisor.service.sdnotify import Notifier
 from supervisor.service.watchdog import (
@@ -132,6 +132,17 @@ class Daemon:
         if problem is not None:
             log.error("refusing to start: the queue folder is not private to the daemon", problem=problem)
             raise SystemExit(f"shepherd: refusing to start: {problem}")
+        try:
+            await self._run_loops()
+        except* (NotLeader, Fenced) as refused:
+            # A loop hit the fence (a write or a Slurm command refused) before the lease keeper saw the lapse
+            # and stopped every loop: the same step-down, whichever noticed first.
+            if self.lease is None or self.lease.held:
+                raise
+            self.stepped_down = self.stepped_down or self.lease.lost or str(refused.exceptions[0])
+            self.sd.stopping(f"stepped down: {self.stepped_down}")
+
+    async def _run_loops(self) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._signals, tg)
             if self.lease is not None:

@@ -166,6 +166,7 @@ def build(
         clock=clock,
         check_spec=spec_rules_problems,
         preflight=intake_preflight(settings) if settings.preflight.at_intake else None,
+        guard=guard,
     )
     daemon = Daemon(
         settings,

@@ -65,6 +65,7 @@ async def measure(n: int, polls: int, interval: float, root: Path) -> dict[str, 
     settings = Settings(root=root)
     settings.slurm.poll_interval_s = interval
     settings.slurm.steady_poll_interval_s = interval
+    settings.preflight.at_intake = False  # measures supervision, not preflight's sbatch --test-only
     settings.ensure_dirs()
     store = Store(settings.db_path)
     slurm = SlurmClient(timeout_s=60)

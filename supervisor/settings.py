@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from supervisor.domain.notices import Level
@@ -188,6 +188,41 @@ class MetricsSettings(BaseModel):
         return self.port is not None or self.textfile is not None
 
 
+class LeaseSettings(BaseModel):
+    """One active daemon per root (supervisor/lease): how fast a standby takes over a silent holder."""
+
+    ttl_s: float = Field(
+        default=60.0, gt=0, description="a standby takes over after the holder is silent this long"
+    )
+    renew_every_s: float = Field(default=10.0, gt=0, description="the holder renews this often")
+    margin_s: float = Field(
+        default=5.0, ge=0, description="the holder stops acting this long before a standby could take over"
+    )
+    request_wait_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="a CLI command (cancel, hold, resume...) waits this long for the daemon that holds the "
+        "lease to answer it",
+    )
+
+
+class PreflightSettings(BaseModel):
+    """Checks of a spec against the cluster before it is queued (supervisor/preflight)."""
+
+    at_intake: bool = Field(
+        default=True, description="the daemon checks claimed specs too, not only `submit`"
+    )
+    timeout_s: float = Field(default=10.0, gt=0, description="preflight never takes longer than this")
+    test_only: bool = Field(
+        default=True, description="ask `sbatch --test-only` whether Slurm accepts the job"
+    )
+    shared_paths: list[Path] = Field(
+        default_factory=list,
+        description="paths the compute nodes see although statfs calls them local (a single-machine cluster, "
+        "a bind mount of a shared filesystem)",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SHEPHERD_", env_nested_delimiter="__", extra="forbid")
 
@@ -208,6 +243,21 @@ class Settings(BaseSettings):
     )
     slack: SlackSettings = Field(default_factory=SlackSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    lease: LeaseSettings = Field(default_factory=LeaseSettings)
+    preflight: PreflightSettings = Field(default_factory=PreflightSettings)
+
+    @model_validator(mode="after")
+    def _lease_outlasts_a_command(self) -> Settings:
+        """A fenced sbatch must finish (or be killed) before any standby can take the lease over."""
+        usable = self.lease.ttl_s - self.lease.margin_s
+        if usable <= self.slurm.command_timeout_s:
+            raise ValueError(
+                f"lease.ttl_s - lease.margin_s ({usable:g} s) must exceed slurm.command_timeout_s "
+                f"({self.slurm.command_timeout_s:g} s), so a command started under the lease ends within it"
+            )
+        if self.lease.renew_every_s >= usable:
+            raise ValueError("lease.renew_every_s must be shorter than lease.ttl_s - lease.margin_s")
+        return self
 
     @classmethod
     def settings_customise_sources(
@@ -235,6 +285,15 @@ class Settings(BaseSettings):
     @property
     def state_dir(self) -> Path:
         return self.root / "state"
+
+    @property
+    def lease_dir(self) -> Path:
+        return self.state_dir / "lease"
+
+    @property
+    def requests_dir(self) -> Path:
+        """People's commands for the lease holder (act/mailbox.py): shared, like the lease."""
+        return self.state_dir / "requests"
 
     @property
     def db_path(self) -> Path:

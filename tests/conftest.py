@@ -1,4 +1,5 @@
-"""Suite-wide rules: where the real parts must exist (CI, scripts/test), a test needing them may not skip."""
+"""Suite-wide rules: where the real parts must exist (CI, scripts/test), a test needing them may not skip
+(the dev Slurm cluster, Ray, FUSE for the network-filesystem stand-in)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,21 @@ from typing import Any
 
 import pytest
 
+# The dev cluster's compute nodes are this machine, so every path here is shared with them; preflight's
+# "is it on a shared filesystem" check is tested on its own (tests/preflight/) with this unset. And a daemon's
+# intake asks `sbatch --test-only` only where a test says so: a unit test has no Slurm to ask.
+os.environ.setdefault("SHEPHERD_PREFLIGHT__SHARED_PATHS", '["/"]')
+os.environ.setdefault("SHEPHERD_PREFLIGHT__TEST_ONLY", "false")
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     required = os.environ.get("SHEPHERD_REQUIRE_SLURM") == "1"
-    needs_real_part = any(item.get_closest_marker(m) for m in ("slurm", "ray", "vllm"))
+    needs_real_part = any(item.get_closest_marker(m) for m in ("slurm", "ray", "vllm", "fuse"))
     if required and report.skipped and needs_real_part:
         report.outcome = "failed"
         report.longrepr = (
-            f"this run requires the real Slurm, Ray and vLLM, but the test skipped: {report.longrepr}"
+            f"this run requires the real Slurm, Ray, vLLM and FUSE, but the test skipped: {report.longrepr}"
         )

@@ -40,9 +40,15 @@ def settings_of(args: argparse.Namespace) -> Settings:
 
 
 def open_store(settings: Settings) -> Store:
+    """The store for reading (status, logs, report, plot): every write transaction is refused, since only the
+    lease holder writes (the commands that change runs go through it: act/mailbox.py)."""
     if not settings.db_path.exists():
         settings.ensure_dirs()
-    return Store(settings.db_path)
+    return Store(settings.db_path, write_guard=_read_only)
+
+
+def _read_only() -> None:
+    raise CliError("this command only reads the store; changes go through the daemon that holds the lease")
 
 
 def run_named(store: Store, ref: str) -> RunRow:

@@ -1,26 +1,18 @@
-"""`shepherd cancel`, `hold`, `release`, `resume` and `silence`: a person steering runs, on the same
-code path as Slack's commands."""
+"""`shepherd cancel`, `hold`, `release`, `resume`, `silence` and `adopt`: a person steering runs, on the same
+code path as Slack's commands, carried out only by the process that holds the root's lease (a CLI on another
+login node must never act beside the daemon, unfenced)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from supervisor.act.adopt import adopt
-from supervisor.act.checkpoints import resolve_checkpoint_for_run
-from supervisor.act.control import Controller, find_run
-from supervisor.cli.common import EXIT_ERROR, AddCommand, actor, open_store, report, settings_of, usage_error
+from supervisor.act.mailbox import ask
+from supervisor.cli.common import EXIT_ERROR, AddCommand, actor, report, settings_of, usage_error
 from supervisor.domain.spec import check_spec_files, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
-from supervisor.notify.silences import RULE_PREFIX, Silences
-from supervisor.ports import ControlError
 from supervisor.rules.model import parse_duration
-from supervisor.settings import Settings
-from supervisor.slurm.client import SlurmClient
-from supervisor.store import Store
 
 
 def register(add: AddCommand) -> None:
@@ -41,55 +33,44 @@ def register(add: AddCommand) -> None:
     sil.add_argument("duration", help="e.g. 30m, 4h")
 
 
-def _controller(settings: Settings, store: Store) -> Controller:
-    slurm = SlurmClient(timeout_s=settings.slurm.command_timeout_s, bin_dir=settings.slurm.bin_dir)
-    return Controller(store, slurm, resolve_checkpoint=resolve_checkpoint_for_run)
-
-
-def _act(args: argparse.Namespace, verb: Callable[[Controller], Awaitable[str]]) -> int:
+def _ask(args: argparse.Namespace, verb: str, **fields: str) -> int:
+    """Hand `verb` to the process that may act (act/mailbox.py: the lease holder, or this one under it)."""
     settings = settings_of(args)
-    ctl = _controller(settings, open_store(settings))
-    return report(lambda: verb(ctl))
+    return report(lambda: ask(settings, verb, fields, actor()))
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    return _act(args, lambda c: c.cancel(args.run, actor()))
+    return _ask(args, "cancel", run=args.run)
 
 
 def cmd_hold(args: argparse.Namespace) -> int:
-    return _act(args, lambda c: c.hold(args.run, actor()))
+    return _ask(args, "hold", run=args.run)
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    return _act(args, lambda c: c.release(args.run, actor()))
+    return _ask(args, "release", run=args.run)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     which = args.checkpoint
     if which not in ("latest", "best") and not (which.startswith("step_") and which[5:].isdigit()):
         return usage_error("checkpoint must be latest, best or step_N")
-    return _act(args, lambda c: c.resume(args.run, which, actor()))
+    return _ask(args, "resume", run=args.run, checkpoint=which)
 
 
 def cmd_silence(args: argparse.Namespace) -> int:
-    settings = settings_of(args)
-    store = open_store(settings)
     try:
         seconds = parse_duration(args.duration)
-        if not args.target.startswith(RULE_PREFIX):
-            args.target = find_run(store, args.target).id
-    except (ValueError, ControlError) as exc:
+    except ValueError as exc:
         print(f"shepherd: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    until = Silences(store.db).add(args.target, seconds, actor())
-    print(f"silenced {args.target} until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}")
-    return 0
+    return _ask(args, "silence", target=args.target, seconds=repr(seconds))
 
 
 def cmd_adopt(args: argparse.Namespace) -> int:
-    """Prints the new run's id; the daemon watches the job from its next poll."""
-    settings = settings_of(args)
-    path = Path(args.spec)
+    """Prints the new run's id; the daemon watches the job from its next poll. The spec is checked here first,
+    so its errors come back at once and point at the file as the user named it."""
+    path = Path(args.spec).resolve()
     try:
         spec = load_spec(path)
     except (YamlDocumentError, OSError) as exc:
@@ -97,13 +78,6 @@ def cmd_adopt(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     problems = check_spec_files(spec)
     if problems:
-        print("shepherd: invalid spec:\n" + "\n".join(f"{path}: {p}" for p in problems), file=sys.stderr)
+        print("shepherd: invalid spec:\n" + "\n".join(f"{args.spec}: {p}" for p in problems), file=sys.stderr)
         return EXIT_ERROR
-    store = open_store(settings)
-    slurm = SlurmClient(timeout_s=settings.slurm.command_timeout_s, bin_dir=settings.slurm.bin_dir)
-
-    async def take_over() -> str:
-        run = await adopt(store, slurm, settings, args.job_id, spec, path)
-        return run.id
-
-    return report(take_over)
+    return _ask(args, "adopt", job_id=args.job_id, spec=str(path))

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from supervisor.cli import control, plot, report, rules, runs, service, watch
+from supervisor.cli import control, doctor, plot, report, rules, runs, service, watch
 from supervisor.cli.common import EXIT_ERROR, CliError, Handler
 
 
@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(func=handler)
         return sp
 
-    for group in (service, runs, control, rules, plot, report, watch):
+    for group in (service, runs, control, rules, plot, report, watch, doctor):
         group.register(add)
     return p
 

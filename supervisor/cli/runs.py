@@ -7,8 +7,11 @@ import json
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from supervisor.cli.common import (
     EXIT_ERROR,
@@ -20,20 +23,31 @@ from supervisor.cli.common import (
 from supervisor.cli.watch import progress_lines
 from supervisor.domain.jobstate import describe_exit
 from supervisor.domain.runs import RunRow
-from supervisor.domain.spec import check_spec_files, load_spec
+from supervisor.domain.spec import JobSpec, check_spec_files, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.intake.queue import new_run_id
+from supervisor.lease.keeper import read_lease
+from supervisor.lease.model import describe
 from supervisor.notify.silences import RULE_PREFIX, Silences
+from supervisor.preflight.probe import run_preflight
 from supervisor.rules.loader import spec_rules_problems
 from supervisor.settings import Settings
+from supervisor.slurm.client import SlurmClient
 from supervisor.slurm.launchers import layout
 from supervisor.slurm.submit import base_log_dir
 from supervisor.store import Store
 
 
 def register(add: AddCommand) -> None:
-    s = add("submit", cmd_submit, "validate a spec and queue it; prints the run id")
+    s = add(
+        "submit", cmd_submit, "validate a spec, check it against the cluster, queue it; prints the run id"
+    )
     s.add_argument("spec")
+    s.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="skip the checks of paths and of `sbatch --test-only` (here and at the daemon's intake)",
+    )
     st = add("status", cmd_status, "show runs, or one run in detail")
     st.add_argument("run", nargs="?")
     st.add_argument("--json", action="store_true")
@@ -55,10 +69,21 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if problems:
         print("shepherd: invalid spec:\n" + "\n".join(problems), file=sys.stderr)
         return EXIT_ERROR
+    data = path.read_bytes()
+    if args.no_preflight:
+        if "preflight" in spec.model_fields_set:
+            print(
+                f"shepherd: {path} has its own `preflight:` section; set `skip: [all]` there instead of "
+                "--no-preflight",
+                file=sys.stderr,
+            )
+            return EXIT_ERROR
+        data = data.rstrip(b"\n") + b"\npreflight: {skip: [all]}\n"  # the daemon's intake skips it too
+    elif _preflight_refuses(settings, spec, path):
+        return EXIT_ERROR
     settings.queue_dir.mkdir(parents=True, exist_ok=True)
     run_id = new_run_id(spec.name, time.time())
     tmp = settings.queue_dir / f".{run_id}.yaml.tmp"
-    data = path.read_bytes()
     if spec.workdir is None:
         # Like sbatch: a job runs where it was submitted from, unless the spec says otherwise.
         data = data.rstrip(b"\n") + b"\n" + f"workdir: {json.dumps(str(Path.cwd()))}\n".encode()
@@ -66,6 +91,33 @@ def cmd_submit(args: argparse.Namespace) -> int:
     os.replace(tmp, settings.queue_dir / f"{run_id}.yaml")  # atomic: the daemon never sees half a file
     print(run_id)
     return 0
+
+
+def _preflight_refuses(settings: Settings, spec: JobSpec, path: Path) -> bool:
+    """Run preflight (bounded by preflight.timeout_s); print warnings; True if a problem refuses the spec."""
+    pf = settings.preflight
+    slurm = (
+        SlurmClient(
+            timeout_s=min(pf.timeout_s, settings.slurm.command_timeout_s), bin_dir=settings.slurm.bin_dir
+        )
+        if pf.test_only
+        else None
+    )
+    problems = anyio.run(
+        partial(run_preflight, spec, slurm=slurm, timeout_s=pf.timeout_s, shared_paths=pf.shared_paths)
+    )
+    for p in problems:
+        if not p.blocking:
+            print(f"shepherd: warning: {path}: {p}", file=sys.stderr)
+    blocking = [p for p in problems if p.blocking]
+    if blocking:
+        print(
+            "shepherd: preflight: the job would fail:\n"
+            + "\n".join(f"{path}: {p}" for p in blocking)
+            + "\n(--no-preflight queues it anyway)",
+            file=sys.stderr,
+        )
+    return bool(blocking)
 
 
 # ---- status ------------------------------------------------------------------------------------------------
@@ -157,6 +209,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(runs, indent=2, default=str))
         return 0
+    print(lease_line(settings))
     if not runs:
         print("no runs")
         return 0
@@ -166,6 +219,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         state = r["state"] + ("*" if r["held"] else "")
         print(f"{r['id']:<44} {state:<10} {r['slurm_job_id'] or '-':>8} {r['attempts']:>3}  {note}")
     return 0
+
+
+def lease_line(settings: Settings) -> str:
+    """Which daemon acts for this root: the lease's holder (host:pid, generation) and how fresh it is."""
+    try:
+        return describe(read_lease(settings.lease_dir), time.time())
+    except OSError as exc:
+        return f"lease: cannot be read ({exc})"
 
 
 def _print_detail(d: dict[str, Any]) -> None:

@@ -6,9 +6,18 @@ import argparse
 import sys
 from pathlib import Path
 
+import anyio
+
 from supervisor.cli.common import EXIT_ERROR, AddCommand, needs_subcommand, settings_of
 from supervisor.daemon.compose import run_daemon
-from supervisor.service.install import InstallError, install_unit
+from supervisor.service.install import InstallError, default_exe, install_unit
+from supervisor.service.slurm_host import (
+    SlurmHosting,
+    install_slurm_job,
+    job_name,
+    render_scrontab,
+)
+from supervisor.slurm.client import SlurmClient, SlurmError
 
 
 def register(add: AddCommand) -> None:
@@ -21,6 +30,14 @@ def register(add: AddCommand) -> None:
     ins.add_argument("--user-name", default=None, help="the service account (system unit)")
     ins.add_argument("--env-file", default=None, help="file with secrets (mode 0600), e.g. SLACK tokens")
     ins.add_argument("--dest", default=None, help="write the unit here instead of the systemd folder")
+    ins.add_argument("--slurm", action="store_true", help="host the daemon as a small Slurm job instead")
+    ins.add_argument("--scrontab", action="store_true", help="print `scrontab` lines that host the daemon")
+    ins.add_argument("--partition", default=None)
+    ins.add_argument("--qos", default=None)
+    ins.add_argument("--account", default=None)
+    ins.add_argument("--time", default="1-00:00:00", help="the daemon job's time limit; it restarts after")
+    ins.add_argument("--stop-grace", type=int, default=120, help="SIGTERM this many s before the limit")
+    ins.add_argument("--restart-delay", type=int, default=60, help="a successor starts no sooner than this")
     ins.set_defaults(func=cmd_service_install)
 
 
@@ -30,6 +47,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 def cmd_service_install(args: argparse.Namespace) -> int:
     settings = settings_of(args)
+    if args.slurm or args.scrontab:
+        return _install_on_slurm(args, settings.root.resolve(), settings.slurm.bin_dir)
     try:
         text = install_unit(
             "system" if args.system else "user",
@@ -42,4 +61,36 @@ def cmd_service_install(args: argparse.Namespace) -> int:
         print(f"shepherd: {exc}", file=sys.stderr)
         return EXIT_ERROR
     print(text)
+    return 0
+
+
+def _install_on_slurm(args: argparse.Namespace, root: Path, bin_dir: Path | None) -> int:
+    try:
+        hosting = SlurmHosting(
+            partition=args.partition,
+            qos=args.qos,
+            account=args.account,
+            time=args.time,
+            stop_grace_s=args.stop_grace,
+            restart_delay_s=args.restart_delay,
+        )
+        exe = default_exe()
+        if args.scrontab:
+            print(render_scrontab(exe, root, hosting), end="")
+            print("# add these lines with `scrontab -e` (your site must enable scrontab)", file=sys.stderr)
+            return 0
+        script, job = anyio.run(lambda: install_slurm_job(exe, root, hosting, SlurmClient(bin_dir=bin_dir)))
+    except (InstallError, ValueError, SlurmError) as exc:
+        print(f"shepherd: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    name = job_name(root)
+    print(f"Wrote {script}")
+    print(
+        f"Submitted the daemon as job {job}"
+        if job
+        else f"A daemon job named {name} is already queued or running"
+    )
+    print(
+        f"Logs: {root}/service/daemon-<jobid>.log; stop it (and its queued successor): scancel --name={name}"
+    )
     return 0

@@ -3,28 +3,36 @@ settings; tests and benchmarks hand in fakes for the edges (the store, Slurm, ex
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
+import anyio.from_thread
 import structlog
 import watchfiles
 
 from supervisor.act.actions import Actions
 from supervisor.act.checkpoints import resolve_checkpoint_for_run
 from supervisor.act.control import Controller, DaemonRunControl
+from supervisor.act.mailbox import Mailbox, handlers, make_lease, serve
 from supervisor.daemon.loops import DAEMON_THREAD, Daemon, Task
 from supervisor.daemon.metrics import MetricsExporter, StoreCollector
 from supervisor.daemon.monitor import Monitor
+from supervisor.daemon.standby import stand_by
 from supervisor.daemon.wakeups import StoreScheduler, Wakeups
 from supervisor.domain.notices import Notice
+from supervisor.domain.spec import JobSpec
 from supervisor.intake.queue import Intake
+from supervisor.lease import Lease
 from supervisor.logs import LogMode, configure_logging
 from supervisor.notify.sinks import FanOut, LogSink
 from supervisor.notify.slack.service import SlackOutbox, SlackService
 from supervisor.notify.slack.sink import SlackSink
 from supervisor.ports import NoticeSink
+from supervisor.preflight.probe import run_preflight
 from supervisor.rules.loader import REPO_RULES, spec_rules_problems
 from supervisor.service.reload import Reloader
 from supervisor.service.sdnotify import Notifier
@@ -65,13 +73,22 @@ def build(
     sinks: Sequence[NoticeSink] = (),
     clock: Callable[[], float] = time.time,
     environ: Mapping[str, str] | None = None,
+    lease: Lease | None = None,
+    sd: Notifier | None = None,
 ) -> Built:
+    """With `lease` (what `run_daemon` passes: the daemon holds it already), every store write is guarded and
+    every sbatch/scancel/hold fenced by it; tests without one run a single daemon unguarded."""
     settings.ensure_dirs()
-    store = store if store is not None else Store(settings.db_path)
-    slurm = slurm or SlurmClient(timeout_s=settings.slurm.command_timeout_s, bin_dir=settings.slurm.bin_dir)
+    guard = lease.guard if lease is not None else None
+    store = store if store is not None else Store(settings.db_path, write_guard=guard)
+    slurm = slurm or SlurmClient(
+        timeout_s=settings.slurm.command_timeout_s,
+        bin_dir=settings.slurm.bin_dir,
+        fence=lease.fence if lease is not None else None,
+    )
     wakeups = Wakeups()
     heartbeats = HeartbeatRegistry()
-    sd = Notifier()
+    sd = sd or Notifier()
 
     def run_state(run_id: str) -> str | None:
         run = store.get_run(run_id)
@@ -127,8 +144,15 @@ def build(
         async for _ in watchfiles.awatch(*dirs, debounce=300, recursive=False):
             await reloader.reload_now("rules file changed")
 
+    def holder() -> str:
+        if lease is None:
+            return f"pid {os.getpid()}"
+        return f"{lease.host}:{lease.pid}, generation {lease.generation}"
+
+    mailbox = Mailbox(settings.requests_dir)
     tasks = [
         Task(Monitor.LOOP, monitor.run, Monitor.ALLOWANCE_S),
+        Task("requests", partial(serve, mailbox, handlers(controller, settings, slurm), who=holder)),
         *([Task("slack", slack.run)] if slack is not None else []),
         Task("reloader", reloader.run),
         Task("rules-files", watch_rules_files),
@@ -141,6 +165,8 @@ def build(
         settle_s=settings.spec_settle_s,
         clock=clock,
         check_spec=spec_rules_problems,
+        preflight=intake_preflight(settings) if settings.preflight.at_intake else None,
+        guard=guard,
     )
     daemon = Daemon(
         settings,
@@ -155,6 +181,7 @@ def build(
         sd=sd,
         tasks=tasks,
         clock=clock,
+        lease=lease,
     )
     metrics = None
     if settings.metrics.enabled:
@@ -185,12 +212,53 @@ def build(
     )
 
 
+def intake_preflight(settings: Settings) -> Callable[[JobSpec], list[str]]:
+    """Preflight for the intake's worker thread: run on the daemon's loop, blocking problems returned as
+    the spec's errors, warnings logged. Its own Slurm client: `--test-only` submits nothing (not fenced)."""
+    pf = settings.preflight
+    timeout = min(pf.timeout_s, settings.slurm.command_timeout_s)
+    slurm = SlurmClient(timeout_s=timeout, bin_dir=settings.slurm.bin_dir) if pf.test_only else None
+
+    def check(spec: JobSpec) -> list[str]:
+        problems = anyio.from_thread.run(
+            partial(run_preflight, spec, slurm=slurm, timeout_s=pf.timeout_s, shared_paths=pf.shared_paths)
+        )
+        for p in problems:
+            if not p.blocking:
+                log.warning("preflight could not check everything", spec=spec.name, problem=str(p))
+        return [str(p) for p in problems if p.blocking]
+
+    return check
+
+
+EXIT_STEPPED_DOWN = 75  # EX_TEMPFAIL: systemd (Restart=on-failure) or the Slurm host job starts a standby
+
+
 def run_daemon(settings: Settings, *, log_format: LogMode = "auto") -> int:
+    """Stand by for the root's lease, then build and run the daemon under it; 75 if it was lost."""
     configure_logging(log_format)
-    built = build(settings)
+    settings.ensure_dirs()
+    lease = make_lease(settings)
+    sd = Notifier()
+    built: Built | None = None
+
+    async def main() -> None:
+        nonlocal built
+        if not await stand_by(lease, sd):
+            return
+        lease.start_renewing()  # now, not when the loops start: building the daemon can outlast a short lease
+        built = build(settings, lease=lease, sd=sd)
+        await built.run()
+
     try:
-        anyio.run(built.run)
+        anyio.run(main)
     finally:
-        built.store.close()
+        if built is not None:
+            built.store.close()
+        if built is None or built.daemon.stepped_down is None:
+            lease.release()
+    if built is not None and built.daemon.stepped_down is not None:
+        log.error("daemon stepped down: another daemon holds the lease now", reason=built.daemon.stepped_down)
+        return EXIT_STEPPED_DOWN
     log.info("daemon stopped")
     return 0

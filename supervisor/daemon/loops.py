@@ -35,6 +35,7 @@ from supervisor.domain.spec import JobSpec, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.faultpoints import crash_point
 from supervisor.intake.queue import Intake, queue_dir_problem
+from supervisor.lease import Lease, NotLeader
 from supervisor.ports import NoticeSink
 from supervisor.service.sdnotify import Notifier
 from supervisor.service.watchdog import (
@@ -45,7 +46,7 @@ from supervisor.service.watchdog import (
     format_status,
 )
 from supervisor.settings import Settings
-from supervisor.slurm.client import SlurmClient, SlurmError, SlurmRejected, SlurmUnavailable
+from supervisor.slurm.client import Fenced, SlurmClient, SlurmError, SlurmRejected, SlurmUnavailable
 from supervisor.slurm.launchers import layout
 from supervisor.slurm.parse import JobObservation, make_job_name
 from supervisor.slurm.reconcile import AttemptUpdate, reconcile, sacct_needed
@@ -84,8 +85,11 @@ class Daemon:
         sd: Notifier,
         tasks: Sequence[Task] = (),
         clock: Callable[[], float] = time.time,
+        lease: Lease | None = None,
     ) -> None:
         self.settings = settings
+        self.lease = lease
+        self.stepped_down: str | None = None  # why, once the lease was lost
         self.store = store
         self.slurm = slurm
         self.intake = intake
@@ -128,9 +132,22 @@ class Daemon:
         if problem is not None:
             log.error("refusing to start: the queue folder is not private to the daemon", problem=problem)
             raise SystemExit(f"shepherd: refusing to start: {problem}")
-        self.adopt_orphans()
+        try:
+            await self._run_loops()
+        except* (NotLeader, Fenced) as refused:
+            # A loop hit the fence (a write or a Slurm command refused) before the lease keeper saw the lapse
+            # and stopped every loop: the same step-down, whichever noticed first.
+            if self.lease is None or self.lease.held:
+                raise
+            self.stepped_down = self.stepped_down or self.lease.lost or str(refused.exceptions[0])
+            self.sd.stopping(f"stepped down: {self.stepped_down}")
+
+    async def _run_loops(self) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._signals, tg)
+            if self.lease is not None:
+                tg.start_soon(self.lease.keep, lambda why: self._step_down(tg, why))
+            self.adopt_orphans()
             # READY=1 only once state is loaded and every intent is reconciled with Slurm.
             await self.reconcile_until_seen()
             await self.settle_after_restart()
@@ -149,6 +166,18 @@ class Daemon:
             tg.start_soon(Watchdog(self.heartbeats, self.sd, status=self.status_summary_for_systemd).run)
             for task in self.tasks:
                 tg.start_soon(task.run)
+
+    @property
+    def generation(self) -> int | None:
+        """The lease generation this daemon acts under (put in every job's tag); None without a lease."""
+        return self.lease.generation if self.lease is not None else None
+
+    def _step_down(self, tg: TaskGroup, why: str) -> None:
+        """The lease is lost: stop every loop at once. Nothing more is written or run (the store's guard and
+        the Slurm client's fence refuse already); the process exits and its manager starts a standby."""
+        self.stepped_down = why
+        self.sd.stopping(f"stepped down: {why}")
+        tg.cancel_scope.cancel()
 
     async def _signals(self, tg: TaskGroup) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -276,7 +305,9 @@ class Daemon:
 
     async def scan_queue(self) -> None:
         """Claim or reject every settled spec in the queue. The scan runs in a worker thread: parsing a
-        queue of a thousand hostile specs takes seconds, and the other loops must keep beating meanwhile."""
+        queue of a thousand hostile specs takes seconds, and preflight stats the spec's paths (a hung NFS
+        mount blocks there, not here) and asks `sbatch --test-only` back on this loop; the other loops keep
+        beating."""
         claimed, _rejected = await anyio.to_thread.run_sync(self.intake.scan)
         for c in claimed:
             self.store.create_run(c.run_id, c.spec.name, c.spec.model_dump_json(), str(c.spec_path))
@@ -332,7 +363,9 @@ class Daemon:
             log.warning("could not stage the chosen checkpoint", run_id=run.id, error=str(exc))
         # What existed at submission: the policy's measure of whether this attempt made progress.
         record = {**overrides.to_dict(), "ckpt_step_at_submit": newest_checkpoint_step(spec)}
-        attempt = self.store.begin_attempt(run.id, lambda n: make_job_name(run.id, n), record)
+        attempt = self.store.begin_attempt(
+            run.id, lambda n: make_job_name(run.id, n), record, generation=self.generation
+        )
         crash_point("after-intent")
         req = build_submit_request(
             spec,
@@ -342,6 +375,7 @@ class Daemon:
             overrides=overrides,
             python_bin_dir=self.python_bin_dir,
             script=self.settings.launch_script,
+            generation=self.generation,
         )
         Path(req.env["BASE_LOG_DIR"]).mkdir(parents=True, exist_ok=True)
         key = (run.id, attempt.n)
@@ -359,6 +393,10 @@ class Daemon:
                 attempt=attempt.n,
             )
             log.error("sbatch refused the job", run_id=run.id, attempt=attempt.n, error=str(exc))
+            return None
+        except Fenced as exc:
+            # Nothing was run: the intent stays, and the daemon that holds the lease settles it by its tag.
+            log.error("not submitting: this daemon does not hold the lease", run_id=run.id, error=str(exc))
             return None
         except SlurmUnavailable as exc:
             # The job may or may not exist: the poller settles the intent by its tag.

@@ -89,6 +89,7 @@ class AttemptRow:
     unknown_since: float | None
     last_seen_at: float | None
     exit_signal: int | None = None  # the signal half of Slurm's ExitCode (0:9 -> 9)
+    generation: int | None = None  # the lease generation of the daemon that submitted it
 
     @property
     def overrides(self) -> dict[str, Any]:

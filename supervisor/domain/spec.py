@@ -191,6 +191,13 @@ class NotifySpec(_Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
 
 
+class PreflightSpec(_Strict):
+    skip: list[Literal["paths", "shared", "model", "writable", "container", "sbatch", "all"]] = Field(
+        default_factory=list,
+        description="checks you know better than (`shepherd submit --no-preflight` writes [all])",
+    )
+
+
 class JobSpec(_Strict):
     name: str
     command: list[str] | str
@@ -207,6 +214,10 @@ class JobSpec(_Strict):
         description="the trainer's logger.log_dir: exp_NNN/{tensorboard,metrics.jsonl}, status.json",
     )
     checkpoint: CheckpointSpec | None = None
+    model_dir: Path | None = Field(
+        default=None, description="a local model the job loads: preflight checks its config.json and weights"
+    )
+    preflight: PreflightSpec = Field(default_factory=PreflightSpec)
     resume: ResumeSpec = Field(default_factory=ResumeSpec)
     rules: RulesSpec = Field(default_factory=RulesSpec)
     notify: NotifySpec = Field(default_factory=NotifySpec)
@@ -252,6 +263,7 @@ class JobSpec(_Strict):
             ("log_dir", self.log_dir),
             ("shared_cache_dir", self.shared_cache_dir),
             ("trainer_log_dir", self.trainer_log_dir),
+            ("model_dir", self.model_dir),
         ):
             if p is not None and not p.is_absolute():
                 raise ValueError(f"{label} must be an absolute path")

@@ -91,10 +91,18 @@ class Intake:
         settle_s: float = 0.3,
         clock: Callable[[], float] = time.time,
         check_spec: Callable[[JobSpec], list[str]] | None = None,
+        preflight: Callable[[JobSpec], list[str]] | None = None,
+        guard: Callable[[], None] | None = None,
     ) -> None:
         """`check_spec`: more problems to refuse a spec for, each a line for the user (the composition root
-        passes the rules loader, so a spec whose rules files do not load is rejected with their lines)."""
+        passes the rules loader, so a spec whose rules files do not load is rejected with their lines).
+        `preflight` (supervisor/preflight, built in compose) then checks a spec that passed against the
+        cluster before it is claimed; its problems reject the spec like spec errors. `guard` (the daemon's
+        lease) is called before a spec is moved, and raises to refuse: a former leader thawed from a freeze
+        never claims or rejects a spec the new leader is about to take."""
+        self.guard = guard or (lambda: None)
         self.check_spec = check_spec
+        self.preflight = preflight
         self.queue_dir = queue_dir
         self.runs_dir = runs_dir
         self.rejected_dir = rejected_dir
@@ -152,6 +160,8 @@ class Intake:
         problems = check_spec_files(spec)
         if not problems and self.check_spec is not None:
             problems = self.check_spec(spec)
+        if not problems and self.preflight is not None:
+            problems = self.preflight(spec)
         if problems:
             return self._reject(path, [f"{path}: {p}" for p in problems])
         return self._claim(path, spec)
@@ -161,6 +171,7 @@ class Intake:
         run_id = path.stem if RUN_ID_RE.fullmatch(path.stem) and path.stem.startswith(spec.name[:40]) else ""
         if not run_id or (self.runs_dir / run_id).exists():
             run_id = new_run_id(spec.name, self.clock())
+        self.guard()
         run_dir = self.runs_dir / run_id
         run_dir.mkdir(parents=True)
         target = run_dir / "spec.yaml"
@@ -179,6 +190,7 @@ class Intake:
             target = (
                 self.rejected_dir / f"{path.stem}-{int(self.clock())}-{secrets.token_hex(2)}{path.suffix}"
             )
+        self.guard()
         try:
             os.rename(path, target)
         except FileNotFoundError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,6 +31,7 @@ from supervisor.slurm.parse import (
     parse_sbatch_parsable,
     parse_scontrol_config,
     parse_scontrol_job,
+    parse_sdiag_time,
     parse_squeue,
 )
 
@@ -71,6 +73,19 @@ class SlurmRejected(SlurmError):
     """Slurm answered and refused (invalid option, unknown account): retrying the same won't help."""
 
 
+class Fenced(SlurmError):
+    """This process may not change anything in Slurm now: it does not hold the root's lease (any more).
+
+    Nothing was run, so it says nothing about any job; the daemon that holds the lease carries on.
+    """
+
+
+_KILLED_BY_TIMEOUT = 128 + 9  # coreutils timeout's status when it had to SIGKILL the command
+
+# Raises when this process may not act for the next `need_s` seconds (supervisor/lease: Lease.fence).
+Fence = Callable[[float], None]
+
+
 @dataclass(frozen=True, slots=True)
 class SubmitRequest:
     """Everything `sbatch` needs, as data: options, the batch script and the driver's argv."""
@@ -104,8 +119,12 @@ class SlurmClient:
         bin_dir: Path | None = None,
         env: Mapping[str, str] | None = None,
         user: str | None = None,
+        fence: Fence | None = None,
     ) -> None:
+        """`fence` is checked before every sbatch, scancel, hold and release this client runs: the daemon's is
+        its lease, so a daemon that lost it can never act, whichever of its parts asks."""
         self.timeout_s = timeout_s
+        self.fence = fence
         self.bin_dir = bin_dir
         self.env = dict(env) if env is not None else None
         self.user = user or getpass.getuser()
@@ -122,18 +141,33 @@ class SlurmClient:
         return str(self.bin_dir / name) if self.bin_dir else name
 
     async def _run(
-        self, argv: list[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None
+        self,
+        argv: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        hard_limit: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
+        """Run one Slurm command within `timeout_s`. With `hard_limit` (sbatch, scancel, hold) the command is
+        also started under coreutils' `timeout -s KILL`, so it dies on time even if this process is stopped
+        (SIGSTOP, a frozen VM) and cannot kill it: nothing it does lands after the lease it started under."""
         name = Path(argv[0]).name
         self.stats.count(name)
         base = dict(os.environ) if self.env is None else dict(self.env)
         if env:
             base.update(env)
+        run = argv
+        killer = shutil.which("timeout", path=base.get("PATH")) if hard_limit else None
+        if killer:
+            run = [killer, "-s", "KILL", f"{max(1, int(self.timeout_s))}", *argv]
         started = time.monotonic()
         outcome = "error"
         try:
-            with anyio.fail_after(self.timeout_s):
-                proc = await anyio.run_process(argv, env=base, cwd=cwd, check=False)
+            with anyio.fail_after(self.timeout_s + (1 if killer else 0)):
+                proc = await anyio.run_process(run, env=base, cwd=cwd, check=False)
+            if killer and proc.returncode == _KILLED_BY_TIMEOUT:
+                outcome = "timeout"
+                raise SlurmUnavailable(f"{name} did not finish within {self.timeout_s:.0f}s: killed")
             outcome = "ok" if proc.returncode == 0 else "error"
             return proc
         except TimeoutError as exc:
@@ -150,10 +184,19 @@ class SlurmClient:
         msg = f"{Path(argv[0]).name} exited {proc.returncode}: {err[:500]}"
         return SlurmUnavailable(msg) if looks_unreachable(err) or proc.returncode < 0 else SlurmRejected(msg)
 
+    def _check_fence(self) -> None:
+        if self.fence is None:
+            return
+        try:
+            self.fence(self.timeout_s)  # valid for as long as the command may take
+        except Exception as exc:
+            raise Fenced(f"not acting: {exc}") from exc
+
     async def submit(self, req: SubmitRequest) -> str:
-        """Run sbatch; returns the job id. Raises SlurmUnavailable or SlurmRejected."""
+        """Run sbatch; returns the job id. Raises Fenced, SlurmUnavailable or SlurmRejected."""
+        self._check_fence()
         argv = [self._exe("sbatch"), "--parsable", *req.options, str(req.script), *req.script_args]
-        proc = await self._run(argv, env=req.env, cwd=req.workdir)
+        proc = await self._run(argv, env=req.env, cwd=req.workdir, hard_limit=True)
         if proc.returncode != 0:
             raise self._fail(argv, proc)
         try:
@@ -259,9 +302,44 @@ class SlurmClient:
             raise SlurmRejected(f"scontrol show job {job_id}: no such job")
         return fields
 
-    async def cancel(self, job_id: str, *, signal: str | None = None) -> None:
-        argv = [self._exe("scancel"), *(["--signal", signal] if signal else []), job_id]
+    async def test_only(self, req: SubmitRequest) -> str:
+        """`sbatch --test-only`: whether Slurm would accept the request (account, partition, QOS, time, GRES),
+        without submitting anything. Returns Slurm's estimate; raises SlurmRejected with Slurm's reason."""
+        argv = [self._exe("sbatch"), "--test-only", *req.options, str(req.script), *req.script_args]
+        proc = await self._run(argv, env=req.env, cwd=req.workdir)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        return (proc.stderr.decode(errors="replace") + proc.stdout.decode(errors="replace")).strip()
+
+    async def version(self) -> str:
+        """`sinfo --version`, e.g. `slurm 22.05.8`."""
+        argv = [self._exe("sinfo"), "--version"]
         proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        return proc.stdout.decode(errors="replace").strip()
+
+    async def ping(self) -> str:
+        """`scontrol ping`: whether the controller answers (its own words)."""
+        argv = [self._exe("scontrol"), "ping"]
+        proc = await self._run(argv)
+        out = proc.stdout.decode(errors="replace").strip()
+        if proc.returncode != 0 or "DOWN" in out:
+            raise SlurmUnavailable(out or proc.stderr.decode(errors="replace").strip())
+        return out
+
+    async def controller_time(self) -> float:
+        """The controller's clock: sdiag's header `sdiag output at <date> (<epoch>)` is slurmctld's time."""
+        argv = [self._exe("sdiag")]
+        proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        return parse_sdiag_time(proc.stdout.decode(errors="replace"))
+
+    async def cancel(self, job_id: str, *, signal: str | None = None) -> None:
+        self._check_fence()
+        argv = [self._exe("scancel"), *(["--signal", signal] if signal else []), job_id]
+        proc = await self._run(argv, hard_limit=True)
         if proc.returncode != 0:
             raise self._fail(argv, proc)
 
@@ -272,7 +350,8 @@ class SlurmClient:
         await self._control("release", job_id)
 
     async def _control(self, verb: str, job_id: str) -> None:
+        self._check_fence()
         argv = [self._exe("scontrol"), verb, job_id]
-        proc = await self._run(argv)
+        proc = await self._run(argv, hard_limit=True)
         if proc.returncode != 0:
             raise self._fail(argv, proc)

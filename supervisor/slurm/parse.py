@@ -32,7 +32,7 @@ SACCT_FIELDS = (
 # A job's name, comment and reason are short; a longer line is not one we wrote or can trust to split.
 MAX_LINE_CHARS = 16 * 1024
 
-_TAG_RE = re.compile(r"shepherd:run=(?P<run>[A-Za-z0-9._-]+):attempt=(?P<attempt>\d+)")
+_TAG_RE = re.compile(r"shepherd:run=(?P<run>[A-Za-z0-9._-]+):attempt=(?P<attempt>\d+)(?::gen=(?P<gen>\d+))?")
 _NAME_RE = re.compile(r"shep-(?P<run>[A-Za-z0-9._-]+)-a(?P<attempt>\d+)")
 
 
@@ -56,6 +56,12 @@ class JobObservation:
         """(run id, attempt) from our `--comment`, else from our job name (sacct -c has no comment)."""
         m = _TAG_RE.search(self.comment) or _NAME_RE.fullmatch(self.name)
         return (m["run"], int(m["attempt"])) if m else None
+
+    @property
+    def generation(self) -> int | None:
+        """The lease generation of the daemon that submitted the job (`:gen=` in the comment), if known."""
+        m = _TAG_RE.search(self.comment)
+        return int(m["gen"]) if m and m["gen"] else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +180,18 @@ def parse_sbatch_parsable(output: str) -> str:
     return job_id
 
 
-def make_comment(run_id: str, attempt: int) -> str:
-    return f"shepherd:run={run_id}:attempt={attempt}"
+def make_comment(run_id: str, attempt: int, generation: int | None = None) -> str:
+    """The tag in `--comment`; `generation` is the submitting daemon's lease generation (whose job it is)."""
+    gen = f":gen={generation}" if generation is not None else ""
+    return f"shepherd:run={run_id}:attempt={attempt}{gen}"
+
+
+def parse_sdiag_time(output: str) -> float:
+    """The controller's time from sdiag's header, `sdiag output at Mon Nov 23 10:00:00 2026 (1795428000)`."""
+    m = re.search(r"sdiag output at .*\((\d+)\)", output)
+    if not m:
+        raise ValueError(f"no time in sdiag's output: {output[:120]!r}")
+    return float(m[1])
 
 
 def make_job_name(run_id: str, attempt: int) -> str:

@@ -42,13 +42,14 @@ def build_submit_request(
     overrides: AttemptOverrides,
     python_bin_dir: Path | None = None,
     script: Path | None = None,
+    generation: int | None = None,
 ) -> SubmitRequest:
     s = spec.slurm
     log_dir = base_log_dir(spec, run_dir)
     nemo = spec.launcher.kind == "nemo-rl"
     opts = [
         f"--job-name={make_job_name(run_id, attempt)}",
-        f"--comment={make_comment(run_id, attempt)}",
+        f"--comment={make_comment(run_id, attempt, generation)}",
         f"--nodes={s.nodes}",
         *([] if nemo else shepherd.options(s.cpus)),
         f"--output={log_dir}/{layout.OUTPUT_PATTERN}",

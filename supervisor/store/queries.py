@@ -31,6 +31,7 @@ from supervisor.store.connection import (
     connect,
     connect_readonly,
     schema_version,
+    set_write_guard,
     transaction,
 )
 
@@ -39,11 +40,20 @@ class Store:
     """A thin, synchronous façade over one SQLite connection (calls take microseconds)."""
 
     def __init__(
-        self, path: Path, *, clock: Callable[[], float] = time.time, db: sqlite3.Connection | None = None
+        self,
+        path: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        db: sqlite3.Connection | None = None,
+        write_guard: Callable[[], None] | None = None,
     ) -> None:
+        """`write_guard` (the daemon's lease) is checked by every transaction: a daemon that lost the lease
+        cannot write, whichever of its parts tries."""
         self.path = path
         self.clock = clock
         self.db = db if db is not None else connect(path)
+        if write_guard is not None:
+            set_write_guard(self.db, write_guard)
 
     @classmethod
     def open_readonly(cls, path: Path) -> Store:
@@ -176,9 +186,15 @@ class Store:
 
     # ---- attempts -----------------------------------------------------------------------------------
     def begin_attempt(
-        self, run_id: str, tag_for: Callable[[int], str], overrides: dict[str, Any]
+        self,
+        run_id: str,
+        tag_for: Callable[[int], str],
+        overrides: dict[str, Any],
+        *,
+        generation: int | None = None,
     ) -> AttemptRow:
-        """Write the intent to submit attempt n+1 (committed before sbatch is called)."""
+        """Write the intent to submit attempt n+1 (committed before sbatch is called), with the lease
+        generation of the daemon that will submit it."""
         with self.tx() as db:
             n = (
                 int(
@@ -189,8 +205,9 @@ class Store:
                 + 1
             )
             db.execute(
-                "INSERT INTO attempts (run_id, n, tag, state, intent_at, overrides_json, checkpoint)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO attempts"
+                " (run_id, n, tag, state, intent_at, overrides_json, checkpoint, generation)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     n,
@@ -199,6 +216,7 @@ class Store:
                     self.clock(),
                     json.dumps(overrides),
                     overrides.get("checkpoint"),
+                    generation,
                 ),
             )
             self._set_run_state(db, run_id, RunState.SUBMITTING, None, None, {}, None)
@@ -549,4 +567,5 @@ def _attempt(r: sqlite3.Row) -> AttemptRow:
         r["unknown_since"],
         r["last_seen_at"],
         r["exit_signal"],
+        r["generation"],
     )

@@ -211,6 +211,9 @@ CREATE TABLE attempt_marks (
 CREATE INDEX attempt_marks_run ON attempt_marks(run_id, attempt, id);
 """
 
+# The lease generation of the daemon that wrote an attempt's intent (and put it in the job's tag).
+_ATTEMPT_GENERATION = "ALTER TABLE attempts ADD COLUMN generation INTEGER;"
+
 # Each entry moves the schema from version i to i+1. Never edit a released entry: append.
 MIGRATIONS: tuple[str, ...] = (
     _CORE_SCHEMA,
@@ -220,4 +223,5 @@ MIGRATIONS: tuple[str, ...] = (
     _TIMELINE_SCHEMA,
     # The signal half of Slurm's ExitCode (`0:9`): without it a killed job read as "exit 0".
     "ALTER TABLE attempts ADD COLUMN exit_signal INTEGER;",
+    _ATTEMPT_GENERATION,
 )

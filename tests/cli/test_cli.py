@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from supervisor.cli.common import CliError, open_store
 from supervisor.cli.main import main
+from supervisor.settings import Settings
 from supervisor.store import Store
 
 
@@ -70,3 +72,11 @@ def test_plot_draws_the_png_slack_would_post_and_says_when_there_is_nothing(
     assert "has no metrics yet" in capsys.readouterr().err
     assert main(["--root", str(root), "plot", "ghost", "-o", str(tmp_path / "g.png")]) == 1
     assert "no run called 'ghost'" in capsys.readouterr().err
+
+
+def test_the_cli_reads_the_store_but_never_writes_it_beside_the_daemon(tmp_path: Path) -> None:
+    store = open_store(Settings(root=tmp_path / "root"))
+    assert store.list_runs() == []
+    with pytest.raises(CliError, match="only reads"):
+        store.create_run("toy-20261124-000000-abcd", "toy", '{"name": "toy", "command": ["true"]}', "/x")
+    assert store.list_runs() == []

@@ -135,3 +135,24 @@ def test_two_rejections_with_the_same_name_both_survive(intake: Intake) -> None:
     intake.scan()
     kept = sorted(p.name for p in intake.rejected_dir.iterdir() if p.suffix == ".yaml")
     assert len(kept) == 2
+
+
+class NotLeader(Exception):
+    pass
+
+
+def test_a_daemon_that_lost_its_lease_neither_claims_nor_rejects_a_spec(tmp_path: Path) -> None:
+    for d in ("queue", "runs", "rejected"):
+        (tmp_path / d).mkdir()
+
+    def lapsed() -> None:
+        raise NotLeader("the lease lapsed (not renewed for 5.0 s)")
+
+    intake = Intake(tmp_path / "queue", tmp_path / "runs", tmp_path / "rejected", settle_s=0.0, guard=lapsed)
+    put(intake, "toy.yaml", GOOD)
+    put(intake, "bad.yaml", "name: [not, a, name]\n")
+    with pytest.raises(NotLeader):
+        intake.scan()
+    # both left for the leader
+    assert sorted(p.name for p in intake.queue_dir.iterdir()) == ["bad.yaml", "toy.yaml"]
+    assert list(intake.runs_dir.iterdir()) == [] and list(intake.rejected_dir.iterdir()) == []

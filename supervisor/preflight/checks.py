@@ -1,0 +1,168 @@
+"""What a spec needs from the filesystems and from Slurm, and what is wrong with the facts: pure functions.
+
+The facts are gathered by `probe.py`; here they are judged, so each problem (field, reason, fix) is
+unit-tested without touching a disk or Slurm. A problem is blocking (the spec is refused) unless it only says
+that something could not be checked in time or Slurm could not be asked: those are warnings, because
+preflight must never hold a submission up for long or refuse it for the cluster's own trouble.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from supervisor.domain.spec import JobSpec
+
+CHECKS = ("paths", "shared", "model", "writable", "container", "sbatch")
+Kind = Literal["dir", "file", "any"]
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    field: str
+    reason: str
+    fix: str
+    blocking: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.reason} (fix: {self.fix})"
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """One path the job reads or writes, and what it must be."""
+
+    field: str
+    path: Path
+    kind: Kind
+    must_exist: bool = True  # else its nearest existing ancestor must be writable (the job creates it)
+    writable: bool = False
+    model: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PathFacts:
+    exists: bool
+    is_dir: bool
+    fs: str
+    shared: bool
+    readable: bool
+    writable: bool | None = None  # None: not probed
+    listing: tuple[str, ...] | None = None  # a model dir's entries
+    error: str | None = None
+
+
+def needs(spec: JobSpec) -> list[Need]:
+    """Every path of `spec` that the job (on a compute node) will read or write."""
+    out: list[Need] = []
+    if spec.workdir is not None:
+        out.append(Need("workdir", spec.workdir, "dir"))
+    argv0 = spec.argv()[0]
+    if argv0.startswith("/"):
+        out.append(Need("command", Path(argv0), "file"))
+    if spec.model_dir is not None:
+        out.append(Need("model_dir", spec.model_dir, "dir", model=True))
+    if spec.checkpoint is not None:
+        out.append(Need("checkpoint.dir", spec.checkpoint.dir, "dir", must_exist=False, writable=True))
+    if spec.log_dir is not None:
+        out.append(Need("log_dir", spec.log_dir, "dir", must_exist=False, writable=True))
+    if spec.trainer_log_dir is not None:
+        out.append(Need("trainer_log_dir", spec.trainer_log_dir, "dir", must_exist=False, writable=True))
+    if spec.shared_cache_dir is not None:
+        out.append(Need("shared_cache_dir", spec.shared_cache_dir, "dir", must_exist=False, writable=True))
+    if spec.container is not None:
+        image = spec.container.image
+        if image.startswith("/") or image.endswith((".sqsh", ".sif", ".squashfs")):
+            out.append(Need("container.image", Path(image), "file"))
+        for i, mount in enumerate(spec.container.mounts):
+            src = mount.split(":", 1)[0]
+            if src.startswith("/"):
+                out.append(Need(f"container.mounts[{i}]", Path(src), "any"))
+    return out
+
+
+def _under(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == r or r in path.parents for r in roots)
+
+
+def judge_path(
+    need: Need, facts: PathFacts, shared_paths: Sequence[Path], skip: frozenset[str]
+) -> list[Problem]:
+    """The problems of one path, given what was found there."""
+    f, p = need.field, need.path
+    if f.startswith("container") and "container" in skip:
+        return []
+    if facts.error is not None:
+        return [Problem(f, f"{p} could not be checked: {facts.error}", "check the path and its filesystem")]
+    out: list[Problem] = []
+    if need.must_exist and "paths" not in skip:
+        if not facts.exists:
+            return [Problem(f, f"{p} does not exist", "create it or correct the path in the spec")]
+        if need.kind == "dir" and not facts.is_dir:
+            return [Problem(f, f"{p} is not a directory", "point it at a directory")]
+        if need.kind == "file" and facts.is_dir:
+            return [Problem(f, f"{p} is a directory, not a file", "point it at the file")]
+        if not facts.readable:
+            return [Problem(f, f"{p} is not readable by you", f"chmod u+r {p}, or use a copy you can read")]
+    if "shared" not in skip and not facts.shared and not _under(p, shared_paths):
+        out.append(
+            Problem(
+                f,
+                f"{p} is on {facts.fs}, local to this login node: the compute nodes cannot see it",
+                "move it to a filesystem the nodes share (your home, /lustre, /gpfs ...); if they do share "
+                "it, add it to preflight.shared_paths in shepherd.toml",
+            )
+        )
+    if need.writable and facts.writable is False and "writable" not in skip:
+        where = p if facts.exists else "its nearest existing parent"
+        out.append(
+            Problem(f, f"cannot create files in {where}", f"make {where} writable, or choose another dir")
+        )
+    if need.model and facts.exists and facts.listing is not None and "model" not in skip:
+        out += judge_model_dir(f, p, facts.listing)
+    return out
+
+
+def judge_model_dir(field: str, path: Path, listing: Sequence[str]) -> list[Problem]:
+    """A Hugging Face style model dir: a config.json and at least one weights file (or a weights index)."""
+    names = set(listing)
+    out = []
+    if "config.json" not in names:
+        out.append(
+            Problem(field, f"{path} has no config.json", "point model_dir at the folder with config.json")
+        )
+    weights = [n for n in names if n.endswith(WEIGHT_SUFFIXES) or n.endswith(".index.json")]
+    if not weights:
+        out.append(
+            Problem(
+                field,
+                f"{path} has no weights (*.safetensors, *.bin, *.pt)",
+                "finish the download (huggingface-cli download ...) or point at the folder with the weights",
+            )
+        )
+    return out
+
+
+def judge_sbatch(error: str) -> Problem:
+    """`sbatch --test-only` refused the request: name the spec field its message is about."""
+    low = error.lower()
+    field, fix = "slurm", "change the spec's slurm section so that sbatch accepts it"
+    for words, f, hint in (
+        (("account", "association"), "slurm.account", "use an account from `sacctmgr show assoc user=$USER`"),
+        (("qos",), "slurm.qos", "use a QOS your account may use (`sacctmgr show assoc`)"),
+        (("partition",), "slurm.partition", "use a partition from `sinfo -s`"),
+        (("time limit",), "slurm.time", "ask for less time than the partition's limit (`sinfo -o '%P %l'`)"),
+        (("gres", "node configuration", "gpu"), "slurm.gpus_per_node", "ask for GPUs the nodes have"),
+        (("memory", "mem"), "slurm.mem", "ask for less memory per node"),
+    ):
+        if any(w in low for w in words):
+            field, fix = f, hint
+            break
+    return Problem(field, f"sbatch --test-only refused the job: {error}", fix)
+
+
+def warning(field: str, reason: str) -> Problem:
+    return Problem(field, reason, "nothing to do now; use --no-preflight to skip the checks", blocking=False)

@@ -16,7 +16,7 @@ from supervisor.act.checkpoints import resolve_checkpoint_for_run
 from supervisor.act.control import Controller, DaemonRunControl
 from supervisor.daemon.loops import DAEMON_THREAD, Daemon, Task
 from supervisor.daemon.metrics import MetricsExporter, StoreCollector
-from supervisor.daemon.monitor import Monitor
+from supervisor.daemon.monitor import Monitor, cadence_of
 from supervisor.daemon.wakeups import StoreScheduler, Wakeups
 from supervisor.domain.notices import Notice
 from supervisor.intake.queue import Intake
@@ -100,7 +100,7 @@ def build(
     def reload_settings() -> None:
         """Re-read shepherd.toml and SHEPHERD_* env; what can change live is applied, the rest at restart.
 
-        Live: Slurm cadences, timeouts and grace periods, the log polling interval, rules folders.
+        Live: Slurm cadences, timeouts and grace periods, the log polling cadence and budget, rules folders.
         A file that does not validate raises before anything is swapped, so the old settings stay.
         """
         fresh = load_settings(settings.root)
@@ -108,7 +108,7 @@ def build(
         settings.watch = fresh.watch
         settings.rules_dirs = fresh.rules_dirs
         slurm.timeout_s = fresh.slurm.command_timeout_s
-        monitor.changes.poll_interval_s = fresh.watch.poll_interval_s
+        monitor.changes.set_cadence(cadence_of(fresh.watch))
         if fresh.slack != settings.slack:
             log.warning("slack settings changed: they take effect at the next restart")
 

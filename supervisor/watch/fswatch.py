@@ -400,6 +400,12 @@ class ChangeSource:
         self.plan.resume(group, self.clock())
         self._wake_poll.set()
 
+    def forget_group(self, group: Hashable) -> None:
+        """The group's run is no longer watched: drop its polled paths and its pause."""
+        for key in [k for k, t in self.plan.targets.items() if t.owner == group]:
+            self.remove(key)
+        self.plan.remove_owner(group)
+
     def charge(self, ops: float) -> None:
         """Operations made on polled paths outside the plan (reads after a change): paid from the budget."""
         self.plan.charge(ops, self.clock())

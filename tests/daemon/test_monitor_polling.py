@@ -1,0 +1,138 @@
+"""On a shared filesystem the monitor watches a run through the polling plan: a pending job's paths cost
+nothing, its folders are known from the poller's own listings (no listing of the monitor's own), and a
+budget that cannot cover the base interval is said in the log and in `shepherd status`."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from structlog.testing import capture_logs
+
+from supervisor.cli.main import main
+from supervisor.daemon.compose import Built, build
+from supervisor.domain.jobstate import JobState
+from supervisor.domain.observations import StateEvent
+from supervisor.domain.runs import AttemptRow, RunRow
+from supervisor.settings import Settings, WatchSettings
+
+RUN = "toy-20260101-000000-abcd"
+JOB = "4242"
+
+
+def polled(tmp_path: Path, **watch: float) -> Built:
+    settings = Settings(root=tmp_path / "root", watch=WatchSettings(force_polling=True, **watch))
+    built = build(settings)
+    spec = {"name": "toy", "command": ["true"]}
+    built.store.create_run(RUN, "toy", json.dumps(spec), "spec.yaml")
+    built.store.begin_attempt(RUN, lambda n: f"t{n}", {})
+    built.store.attempt_submitted(RUN, 1, JOB)
+    return built
+
+
+def rows(built: Built) -> tuple[RunRow, AttemptRow]:
+    run, attempt = built.store.get_run(RUN), built.store.get_attempt(RUN, 1)
+    assert run is not None and attempt is not None
+    return run, attempt
+
+
+def poll_rounds(built: Built, n: int = 5) -> set[str]:
+    """What a few rounds of the poller report, handed to the monitor as its change loop would."""
+    seen: set[str] = set()
+    src = built.monitor.changes
+    for _ in range(n):
+        changed = src.poll_due(src.clock() + 60)  # every check is due: the plan's pacing is not under test
+        seen |= changed
+        for p in changed:
+            key = built.monitor._by_path.get(p) or built.monitor._by_path.get(str(Path(p).parent))
+            w = built.monitor.watches.get(key) if key else None
+            if w is not None and p not in w.files:
+                built.monitor._refresh_files(w)
+    return seen
+
+
+def test_a_pending_jobs_paths_are_paused_until_it_runs(tmp_path: Path) -> None:
+    built = polled(tmp_path)
+    built.store.observe_attempt(RUN, 1, slurm_state=JobState.PENDING.value, reason="Priority", nodes=None)
+    run, attempt = rows(built)
+    w = built.monitor.watch_for(run, attempt)
+    assert w is not None and w.mode == "poll"
+    load = built.monitor.changes.load()
+    assert load.paused >= 2 and load.files == 0  # the output file and the log base, not looked at
+    assert built.monitor.changes.poll_due() == set()
+
+    running = StateEvent(RUN, 1, JOB, JobState.RUNNING)
+    anyio.run(built.monitor.on_state, run, attempt, running)
+    assert built.monitor.changes.load().paused == 0
+    built.store.close()
+
+
+def test_log_folders_come_from_the_pollers_listings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    built = polled(tmp_path)
+    run, attempt = rows(built)
+    logs = built.settings.runs_dir / RUN / "logs"
+    (logs / f"{JOB}-logs").mkdir(parents=True)
+    (logs / f"{JOB}-logs" / "ray-driver.log").write_text("step 1\n")
+    (logs / f"{JOB}-logs" / "ENDED").touch()
+
+    # the monitor itself neither lists nor globs a polled folder: the plan paces and pays for listings
+    def no_listing(self: Path, *a: object) -> object:
+        raise AssertionError(f"the monitor listed {self} itself")
+
+    monkeypatch.setattr(Path, "iterdir", no_listing)
+    monkeypatch.setattr(Path, "glob", no_listing)
+    w = built.monitor.watch_for(run, attempt)
+    assert w is not None
+    poll_rounds(built)
+    driver = str(logs / f"{JOB}-logs" / "ray-driver.log")
+    assert driver in w.files
+    assert built.monitor.changes.mode(driver) == "poll"
+    assert "ENDED" in (built.monitor._entries(w, logs / f"{JOB}-logs"))
+    built.store.close()
+
+
+def test_an_over_budget_poller_says_so_in_the_log_and_in_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built = polled(tmp_path, poll_budget_ops_per_s=0.1)  # a budget no run fits in
+    run, attempt = rows(built)
+    logs = built.settings.runs_dir / RUN / "logs" / f"{JOB}-logs"
+    logs.mkdir(parents=True)
+    for name in ("ray-driver.log", "ray-worker-0.log", "ray-worker-1.log"):
+        (logs / name).write_text("x\n")
+    w = built.monitor.watch_for(run, attempt)
+    assert w is not None
+    poll_rounds(built)
+    with capture_logs() as logged:
+        load = built.monitor.note_load(1000.0)
+        built.monitor.note_load(1010.0)  # not repeated at every tick
+    assert not load.covered
+    warnings = [e for e in logged if "cannot cover" in e["event"]]
+    assert len(warnings) == 1 and warnings[0]["budget_ops_per_s"] == 0.1
+
+    saved = json.loads(built.settings.watch_load_path.read_text())
+    saved["at"] = time.time()  # as if the daemon wrote it just now
+    built.settings.watch_load_path.write_text(json.dumps(saved))
+    built.store.close()
+    assert main(["--root", str(built.settings.root), "status"]) == 0
+    out = capsys.readouterr().out
+    assert "watching: polling needs" in out and "budget is 0 (watch.poll_budget_ops_per_s)" in out
+
+
+def test_status_says_nothing_about_polling_when_the_budget_covers_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built = polled(tmp_path)
+    built.monitor.note_load(time.time())
+    assert json.loads(built.settings.watch_load_path.read_text())["covered"] is True
+    built.store.close()
+    assert main(["--root", str(built.settings.root), "status"]) == 0
+    assert "watching" not in capsys.readouterr().out
+
+
+def test_a_maximum_interval_below_the_base_interval_is_refused() -> None:
+    with pytest.raises(ValueError, match="poll_max_interval_s"):
+        WatchSettings(poll_interval_s=5, poll_max_interval_s=2)

@@ -676,10 +676,7 @@ class Monitor:
                 async with self._reading:
                     if any(p not in w.files for p in changed):
                         self._refresh_files(w)
-                    to_read = {p for p in changed if p in w.files}
-                    if w.mode == "poll":
-                        self.changes.charge(len(to_read))  # each read opens the file: paid from the budget
-                    matches = await self._read_off_loop(w, to_read)
+                    matches = await self._read_off_loop(w, {p for p in changed if p in w.files})
                 await self.dispatch(w, matches)
                 self.heartbeats.beat_if_registered(self.LOOP)
 
@@ -692,6 +689,7 @@ class Monitor:
             "demand_ops_per_s": round(load.demand_ops_per_s, 1),
             "files": load.files,
             "active_files": load.active_files,
+            "progress_files": load.progress_files,
             "listings": load.listings,
             "paused": load.paused,
             "lag_s": round(load.lag_s, 2),

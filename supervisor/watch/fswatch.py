@@ -46,7 +46,7 @@ import structlog
 import watchfiles
 from anyio.abc import TaskGroup, TaskStatus
 
-from supervisor.watch.pollplan import Cadence, PollLoad, PollPlan
+from supervisor.watch.pollplan import Cadence, Kind, PollLoad, PollPlan
 
 log = structlog.get_logger(__name__)
 
@@ -343,6 +343,7 @@ class ChangeSource:
                 base_s=value,
                 max_s=max(c.max_s, value),
                 listing_s=max(c.listing_s, value),
+                progress_s=max(c.progress_s, value),
                 max_listing_s=max(c.max_listing_s, value),
             )
         )
@@ -357,12 +358,19 @@ class ChangeSource:
         return "poll" if self.force_polling or self.detect(os.path.abspath(path)).shared else "inotify"
 
     def add(
-        self, path: str | Path, *, is_dir: bool = False, mode: Mode | None = None, group: Hashable = None
+        self,
+        path: str | Path,
+        *,
+        is_dir: bool = False,
+        mode: Mode | None = None,
+        group: Hashable = None,
+        progress: bool = False,
     ) -> Mode:
         """Watch a file (or, with is_dir, a folder's entries); it need not exist yet.
 
         `mode` overrides the filesystem's verdict (a run whose folders are partly on a shared filesystem is
-        polled as a whole); `group` names the run the path belongs to, for `pause`/`resume`.
+        polled as a whole); `group` names the run the path belongs to, for `pause`/`resume`; a `progress`
+        file (status.json, metrics, TensorBoard) is polled on its own slower cadence.
         """
         key = os.path.abspath(path)
         if key in self._watched:
@@ -372,7 +380,8 @@ class ChangeSource:
         if mode == "poll":
             # no I/O here: the first check (soon, within the budget) reports the path if it exists
             w.sig = _UNSEEN
-            self.plan.add(key, group, "listing" if is_dir else "file", self.clock(), cost=FILE_CHECK_OPS)
+            kind: Kind = "listing" if is_dir else "progress" if progress else "file"
+            self.plan.add(key, group, kind, self.clock(), cost=FILE_CHECK_OPS)
             self._wake_poll.set()
         elif is_dir:
             w.dsig = dir_signature(key)

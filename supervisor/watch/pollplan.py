@@ -22,7 +22,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["file", "listing"]
+Kind = Literal["file", "progress", "listing"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,24 +33,38 @@ class Cadence:
     base_s: float = 2.0  # a file that changed at its last check is looked at again after this
     max_s: float = 30.0  # the longest a quiet file waits
     listing_s: float = 10.0  # a folder listing that just changed
+    progress_s: float = 10.0  # a progress file (status.json, metrics, TensorBoard) that just changed: its
+    # news is a step or a scalar, not a failure line, and it is rewritten every few seconds
     max_listing_s: float = 60.0
     quiet_factor: float = 0.5  # a quiet file's interval: this share of how long it has been quiet
     burst_s: float = 0.25  # how much unspent budget may be saved up (a second's worth would double a peak)
 
     def __post_init__(self) -> None:
         if not (
-            self.ops_per_s > 0 and 0 < self.base_s <= self.max_s and 0 < self.listing_s <= self.max_listing_s
+            self.ops_per_s > 0
+            and 0 < self.base_s <= self.max_s
+            and 0 < self.listing_s <= self.max_listing_s
+            and 0 < self.progress_s
         ):
             raise ValueError(f"invalid polling cadence: {self}")
 
     @classmethod
     def scaled(cls, base_s: float, **kw: float) -> Cadence:
         """The default shape around another base interval (2 s: quiet files 30 s, listings 10-60 s)."""
-        shape = {"max_s": 15 * base_s, "listing_s": 5 * base_s, "max_listing_s": 30 * base_s}
+        shape = {
+            "max_s": 15 * base_s,
+            "listing_s": 5 * base_s,
+            "max_listing_s": 30 * base_s,
+            "progress_s": 5 * base_s,
+        }
         return cls(base_s=base_s, **(shape | kw))
 
     def bounds(self, kind: Kind) -> tuple[float, float]:
-        return (self.base_s, self.max_s) if kind == "file" else (self.listing_s, self.max_listing_s)
+        if kind == "file":
+            return (self.base_s, self.max_s)
+        if kind == "progress":
+            return (self.progress_s, max(self.progress_s, self.max_s))
+        return (self.listing_s, self.max_listing_s)
 
 
 @dataclass(slots=True)
@@ -75,6 +89,7 @@ class PollLoad:
     demand_ops_per_s: float  # checks at their current intervals plus the reads paid with `charge`
     files: int
     active_files: int  # changed at their last check: looked at every base interval
+    progress_files: int  # status.json, metrics.jsonl, TensorBoard event files (their own slower cadence)
     listings: int
     paused: int  # targets of pending jobs: not looked at
     lag_s: float  # how late the recent checks went out, on average (0: on time)
@@ -246,7 +261,7 @@ class PollPlan:
     # ---- telling ----------------------------------------------------------------------------------------
     def load(self, now: float) -> PollLoad:
         demand = 0.0
-        files = active = listings = paused = 0
+        files = active = progress = listings = paused = 0
         for t in self.targets.values():
             if t.owner in self.paused_owners:
                 paused += 1
@@ -256,6 +271,8 @@ class PollPlan:
             if t.kind == "file":
                 files += 1
                 active += t.interval <= lo
+            elif t.kind == "progress":
+                progress += 1
             else:
                 listings += 1
         self._decay_extra(now)
@@ -264,6 +281,7 @@ class PollPlan:
             demand_ops_per_s=demand + self._extra_rate,
             files=files,
             active_files=active,
+            progress_files=progress,
             listings=listings,
             paused=paused,
             lag_s=self._lag,

@@ -253,3 +253,18 @@ def test_a_settings_reload_changes_the_budget() -> None:
 def test_an_invalid_cadence_is_refused_with_its_values() -> None:
     with pytest.raises(ValueError, match="ops_per_s=0"):
         Cadence(ops_per_s=0)
+
+
+def test_a_progress_file_is_polled_on_its_own_slower_cadence() -> None:
+    fs = FakeFs()
+    src = ChangeSource(force_polling=True, cadence=Cadence(ops_per_s=BUDGET), probe=fs, clock=lambda: fs.now)
+    events = "/lustre/logs/exp_001/tensorboard/events.out.tfevents.1.host"
+    driver = "/lustre/logs/ray-driver.log"
+    src.add(events, progress=True)
+    src.add(driver)
+    seen: dict[str, float] = {}
+    run_for(src, fs, 60.0, [events, driver], seen)  # both written every second
+    cadence = src.plan.cadence
+    assert src.plan.targets[events].interval == cadence.progress_s > cadence.base_s
+    assert src.plan.targets[driver].interval == cadence.base_s
+    assert src.load().progress_files == 1 and src.load().active_files == 1

@@ -34,7 +34,7 @@ from supervisor.domain.observations import MetricEvent, ProgressEvent, StateEven
 from supervisor.domain.overrides import resume_step
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow
 from supervisor.domain.spec import JobSpec
-from supervisor.domain.trainer_files import METRICS_FILE, STATUS_FILE
+from supervisor.domain.trainer_files import EXP_DIR_RE, METRICS_FILE, STATUS_FILE, TENSORBOARD_DIR
 from supervisor.rules.engine import Match, MatcherState, RuleSet, feed, load_ruleset, note_files, scan_lines
 from supervisor.service.watchdog import HeartbeatRegistry
 from supervisor.settings import Settings, WatchSettings
@@ -100,6 +100,8 @@ class AttemptWatch:
     tb: TensorBoardWatcher | None = None  # the trainer's event files, read when it writes no metrics.jsonl
     contract: FileContract = shepherd_launcher.CONTRACT  # what its launcher's files mean
     mode: Mode = "inotify"  # how all its paths are watched: polled (shared filesystem) or inotify
+    trainer_paths: set[str] = field(default_factory=set)  # polled: the trainer's files and folders watched
+    trainer_due: bool = True  # polled: a trainer file changed since `read_trainer` last ran
     output: Path | None = None  # Slurm's output file, when not the launcher's usual one (an adopted job)
     source: MetricSource | None = None  # where this attempt's scalars come from, once known
     driver_log: DriverLogReader = field(default_factory=DriverLogReader)  # NeMo RL's banners and results
@@ -280,9 +282,28 @@ class Monitor:
         self.changes.add(path, is_dir=is_dir, mode=w.mode, group=w.key)
         self._by_path[str(path)] = w.key
 
+    def _watch_trainer(self, w: AttemptWatch) -> None:
+        """Polled: the trainer's status.json, its newest exp dir's metrics.jsonl and TensorBoard event files
+        go into the polling plan on the progress cadence, and their folders as listings, so that
+        `read_trainer` runs when one of them changed instead of opening them all every second."""
+        log_dir = w.spec.trainer_log_dir
+        if log_dir is None:
+            return
+        wanted: list[tuple[Path, bool]] = [(log_dir, True), (log_dir / STATUS_FILE, False)]
+        exps = [n for n in self.changes.listing(log_dir) or () if EXP_DIR_RE.match(n)]
+        if exps:
+            exp = log_dir / max(exps, key=lambda n: int(n.split("_", 1)[1]))
+            tb = exp / TENSORBOARD_DIR
+            wanted += [(exp, True), (exp / METRICS_FILE, False), (tb, True)]
+            wanted += [(tb / n, False) for n in self.changes.listing(tb) or () if n.startswith("events.out")]
+        for path, is_dir in wanted:
+            if str(path) not in w.trainer_paths:
+                self.changes.add(path, is_dir=is_dir, mode="poll", group=w.key, progress=not is_dir)
+                self._by_path.setdefault(str(path), w.key)
+                w.trainer_paths.add(str(path))
+
     def _refresh_files(self, w: AttemptWatch) -> None:
         w.refreshed_at = self.clock()
-        w.tb_rescan = True
         wanted = {str(w.output_file())}
         dirs = self._log_dirs(w)
         entries: list[str] = []
@@ -294,6 +315,10 @@ class Monitor:
                 self._watch(w, d, is_dir=True)
         if str(w.log_base) not in self._by_path and (w.mode == "poll" or (not dirs and w.log_base.exists())):
             self._watch(w, w.log_base, is_dir=True)  # to see `<jobid>-logs/` (and restart folders) appear
+        if w.mode == "poll":
+            self._watch_trainer(w)
+        else:
+            w.tb_rescan = True
         for f in wanted - w.files:
             self._watch(w, f)
             # What was written before the watch began (while the daemon was down or starting) raises no
@@ -316,7 +341,9 @@ class Monitor:
         return now
 
     def _drop(self, w: AttemptWatch) -> None:
-        for f in list(w.files) + [str(d) for d in self._log_dirs(w)] + [str(w.log_base)]:
+        for f in (
+            list(w.files) + [str(d) for d in self._log_dirs(w)] + [str(w.log_base)] + list(w.trainer_paths)
+        ):
             if self._by_path.get(f) == w.key:
                 self.changes.remove(f)
                 self._by_path.pop(f, None)
@@ -659,26 +686,38 @@ class Monitor:
 
     async def _change_loop(self) -> None:
         async for paths in self.changes:
-            self.heartbeats.beat_if_registered(self.LOOP)
-            by_watch: dict[tuple[str, int], set[str]] = {}
-            for p in paths:
-                key = self._by_path.get(p)
-                if key is None:
-                    parent = self._by_path.get(str(Path(p).parent))
-                    if parent is None:
-                        continue
-                    key = parent
-                by_watch.setdefault(key, set()).add(p)
-            for key, changed in by_watch.items():
-                w = self.watches.get(key)
-                if w is None:
+            await self.on_changes(paths)
+
+    async def on_changes(self, paths: set[str]) -> None:
+        """Changed paths from the watcher: read the log files among them, note trainer files as due."""
+        self.heartbeats.beat_if_registered(self.LOOP)
+        by_watch: dict[tuple[str, int], set[str]] = {}
+        for p in paths:
+            key = self._by_path.get(p)
+            if key is None:
+                parent = self._by_path.get(str(Path(p).parent))
+                if parent is None:
                     continue
-                async with self._reading:
-                    if any(p not in w.files for p in changed):
-                        self._refresh_files(w)
-                    matches = await self._read_off_loop(w, {p for p in changed if p in w.files})
-                await self.dispatch(w, matches)
-                self.heartbeats.beat_if_registered(self.LOOP)
+                key = parent
+            by_watch.setdefault(key, set()).add(p)
+        for key, changed in by_watch.items():
+            w = self.watches.get(key)
+            if w is None:
+                continue
+            async with self._reading:
+                trainer = {
+                    p for p in changed if p in w.trainer_paths or os.path.dirname(p) in w.trainer_paths
+                }
+                if trainer:
+                    w.trainer_due = True
+                    # a new exp dir or event file: list the event files again on the next read
+                    w.tb_rescan = w.tb_rescan or any(p not in w.trainer_paths for p in trainer)
+                    self._watch_trainer(w)  # from the listings: no I/O
+                if any(p not in w.files and p not in w.trainer_paths for p in changed):
+                    self._refresh_files(w)
+                matches = await self._read_off_loop(w, {p for p in changed if p in w.files})
+            await self.dispatch(w, matches)
+            self.heartbeats.beat_if_registered(self.LOOP)
 
     def note_load(self, now: float) -> PollLoad:
         """Say when the polling budget cannot cover the base interval (a warning, repeated every
@@ -728,7 +767,11 @@ class Monitor:
                     async with self._reading:
                         unread, w.unread = w.unread, set()
                         matches = await self._read_off_loop(w, unread) if unread else []
-                        matches += self.read_trainer(w)
+                        if w.mode == "poll" and not w.trainer_due:
+                            matches += self.read_bars(w)  # from memory; the trainer's files did not change
+                        else:
+                            w.trainer_due = False
+                            matches += self.read_trainer(w)
                         matches += feed(w.rules, w.state, Tick(now))
                         matches += self.check_ended(w, now)
                     await self.dispatch(w, matches)

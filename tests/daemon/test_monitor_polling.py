@@ -23,10 +23,12 @@ RUN = "toy-20260101-000000-abcd"
 JOB = "4242"
 
 
-def polled(tmp_path: Path, **watch: float) -> Built:
+def polled(tmp_path: Path, trainer_log_dir: Path | None = None, **watch: float) -> Built:
     settings = Settings(root=tmp_path / "root", watch=WatchSettings(force_polling=True, **watch))
     built = build(settings)
-    spec = {"name": "toy", "command": ["true"]}
+    spec: dict[str, object] = {"name": "toy", "command": ["true"]}
+    if trainer_log_dir is not None:
+        spec["trainer_log_dir"] = str(trainer_log_dir)
     built.store.create_run(RUN, "toy", json.dumps(spec), "spec.yaml")
     built.store.begin_attempt(RUN, lambda n: f"t{n}", {})
     built.store.attempt_submitted(RUN, 1, JOB)
@@ -40,17 +42,16 @@ def rows(built: Built) -> tuple[RunRow, AttemptRow]:
 
 
 def poll_rounds(built: Built, n: int = 5) -> set[str]:
-    """What a few rounds of the poller report, handed to the monitor as its change loop would."""
+    """A few rounds of the poller, a minute apart (every check is due: the plan's pacing is not under
+    test here), handed to the monitor as its change loop would."""
     seen: set[str] = set()
     src = built.monitor.changes
     for _ in range(n):
-        changed = src.poll_due(src.clock() + 60)  # every check is due: the plan's pacing is not under test
+        later = src.clock() + 60
+        src.clock = lambda later=later: later  # type: ignore[misc]
+        changed = src.poll_due()
         seen |= changed
-        for p in changed:
-            key = built.monitor._by_path.get(p) or built.monitor._by_path.get(str(Path(p).parent))
-            w = built.monitor.watches.get(key) if key else None
-            if w is not None and p not in w.files:
-                built.monitor._refresh_files(w)
+        anyio.run(built.monitor.on_changes, changed)
     return seen
 
 
@@ -91,6 +92,39 @@ def test_log_folders_come_from_the_pollers_listings(tmp_path: Path, monkeypatch:
     assert driver in w.files
     assert built.monitor.changes.mode(driver) == "poll"
     assert "ENDED" in (built.monitor._entries(w, logs / f"{JOB}-logs"))
+    built.store.close()
+
+
+def test_trainer_files_are_polled_on_the_progress_cadence_and_read_when_they_changed(tmp_path: Path) -> None:
+    trainer = tmp_path / "trainer"
+    tb = trainer / "exp_001" / "tensorboard"
+    tb.mkdir(parents=True)
+    (trainer / "exp_001" / "metrics.jsonl").write_text('{"step": 1, "train/loss": 0.5}\n')
+    (tb / "events.out.tfevents.1.host").write_bytes(b"")
+    (trainer / "status.json").write_text('{"phase": "generating", "step": 1}')
+    built = polled(tmp_path, trainer_log_dir=trainer)
+    run, attempt = rows(built)
+    w = built.monitor.watch_for(run, attempt)
+    assert w is not None
+    poll_rounds(built)
+    plan = built.monitor.changes.plan
+    for name in ("status.json", "exp_001/metrics.jsonl", "exp_001/tensorboard/events.out.tfevents.1.host"):
+        assert plan.targets[str(trainer / name)].kind == "progress", name
+    assert plan.targets[str(tb)].kind == "listing"
+
+    w.trainer_due = False  # read by a tick
+    poll_rounds(built, 2)
+    assert not w.trainer_due  # nothing changed: the tick reads no trainer file
+    with (trainer / "exp_001" / "metrics.jsonl").open("a") as fh:
+        fh.write('{"step": 2, "train/loss": 0.4}\n')
+    poll_rounds(built, 1)
+    assert w.trainer_due
+
+    w.trainer_due, w.tb_rescan = False, False
+    (trainer / "exp_002" / "tensorboard").mkdir(parents=True)  # a resumed launch's new exp dir
+    poll_rounds(built, 3)
+    assert w.trainer_due and w.tb_rescan
+    assert str(trainer / "exp_002" / "tensorboard") in w.trainer_paths
     built.store.close()
 
 

@@ -310,6 +310,7 @@ class ChangeSource:
         cadence: Cadence | None = None,
         probe: FsProbe | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         """`cadence` (default: `poll_interval_s` as the base interval, the plan's other defaults) says how
         often polled paths are looked at and how many operations per second that may cost."""
@@ -318,6 +319,7 @@ class ChangeSource:
         self.step_ms = step_ms
         self.detect = detect
         self.clock = clock
+        self.wall = wall  # the clock of files' mtimes: how long a file seen at its first check was quiet
         self.probe: FsProbe = probe if probe is not None else OsProbe()
         self.plan = PollPlan(cadence or Cadence.scaled(poll_interval_s), clock())
         self._watched: dict[str, _Watched] = {}
@@ -580,9 +582,15 @@ class ChangeSource:
                 hinted += [p for p in got if p != w.path and p in self._watched and p not in changed]
             else:
                 assert not isinstance(result, Folder)
-                if result != w.sig and not (w.sig == _UNSEEN and result is None):
-                    got = {w.path}
+                first = w.sig == _UNSEEN
+                if result != w.sig and not (first and result is None):
+                    got = {w.path}  # a first check reports an existing file: the monitor reads its backlog
                 w.sig = result
+                if first:  # not a change for the plan: how long it has been quiet is told by its mtime
+                    since = None if result is None else now - max(0.0, self.wall() - result[2] / 1e9)
+                    self.plan.observed(w.path, False, now, quiet_since=since)
+                    changed |= got
+                    continue
             self.plan.observed(w.path, bool(got), now)
             changed |= got
         self.plan.soon(hinted, now)

@@ -203,14 +203,20 @@ class PollPlan:
             out.append(key)
         return out
 
-    def observed(self, key: str, changed: bool, now: float) -> None:
-        """A check of `key` came back: a change brings it to the base interval, quiet backs it off."""
+    def observed(self, key: str, changed: bool, now: float, *, quiet_since: float | None = None) -> None:
+        """A check of `key` came back: a change brings it to the base interval, quiet backs it off.
+
+        `quiet_since`: when the path last changed as far as the check could tell (a first check's mtime), so
+        that a file found quiet for an hour starts backed off instead of at the base interval.
+        """
         t = self.targets.get(key)
         if t is None:
             return
         t.in_flight = False
         t.checked_at = now
         lo, hi = self.cadence.bounds(t.kind)
+        if quiet_since is not None and not changed:
+            t.changed_at = min(t.changed_at, quiet_since)
         if changed:
             t.changed_at = now
             t.interval = lo

@@ -80,7 +80,13 @@ class Run:
 
 
 def cluster(n_runs: int, fs: FakeFs) -> tuple[ChangeSource, list[Run]]:
-    src = ChangeSource(force_polling=True, cadence=Cadence(ops_per_s=BUDGET), probe=fs, clock=lambda: fs.now)
+    src = ChangeSource(
+        force_polling=True,
+        cadence=Cadence(ops_per_s=BUDGET),
+        probe=fs,
+        clock=lambda: fs.now,
+        wall=lambda: fs.now,
+    )
     runs = []
     for i in range(n_runs):
         folder = f"/lustre/runs/r{i}/{1000 + i}-logs"
@@ -257,7 +263,13 @@ def test_an_invalid_cadence_is_refused_with_its_values() -> None:
 
 def test_a_progress_file_is_polled_on_its_own_slower_cadence() -> None:
     fs = FakeFs()
-    src = ChangeSource(force_polling=True, cadence=Cadence(ops_per_s=BUDGET), probe=fs, clock=lambda: fs.now)
+    src = ChangeSource(
+        force_polling=True,
+        cadence=Cadence(ops_per_s=BUDGET),
+        probe=fs,
+        clock=lambda: fs.now,
+        wall=lambda: fs.now,
+    )
     events = "/lustre/logs/exp_001/tensorboard/events.out.tfevents.1.host"
     driver = "/lustre/logs/ray-driver.log"
     src.add(events, progress=True)
@@ -268,3 +280,15 @@ def test_a_progress_file_is_polled_on_its_own_slower_cadence() -> None:
     assert src.plan.targets[events].interval == cadence.progress_s > cadence.base_s
     assert src.plan.targets[driver].interval == cadence.base_s
     assert src.load().progress_files == 1 and src.load().active_files == 1
+
+
+def test_a_file_found_long_quiet_at_its_first_check_starts_backed_off() -> None:
+    fs = FakeFs(now=3600.0)
+    fs.files["/lustre/old.out"] = (1, 100, 0)  # last written an hour ago
+    fs.append("/lustre/fresh.log")  # written just now
+    src = ChangeSource(force_polling=True, probe=fs, clock=lambda: fs.now, wall=lambda: fs.now)
+    src.add("/lustre/old.out")
+    src.add("/lustre/fresh.log")
+    assert src.poll_due() == {"/lustre/old.out", "/lustre/fresh.log"}  # both read once from their cursors
+    assert src.plan.targets["/lustre/old.out"].interval == src.plan.cadence.max_s
+    assert src.plan.targets["/lustre/fresh.log"].interval == src.plan.cadence.base_s

@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,17 +72,42 @@ def cadence_of(w: WatchSettings) -> Cadence:
 
 
 class StoreCursors:
-    """The tailer's CursorStore on the daemon's SQLite store."""
+    """The tailer's CursorStore on the daemon's SQLite store; inside `batch()` saves are gathered and
+    written in one transaction when it ends (a round of changes of many runs is one commit, not one per
+    file)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.pending: dict[str, tuple[int, int, int]] | None = None
 
     def load(self, path: str) -> FileCursor | None:
         row = self.store.load_cursor(path)
         return FileCursor(*row) if row else None
 
     def save(self, path: str, cursor: FileCursor) -> None:
-        self.store.save_cursor(path, cursor.inode, cursor.offset, cursor.line_no)
+        self.save_many({path: cursor})
+
+    def save_many(self, cursors: dict[str, FileCursor]) -> None:
+        rows = {path: (c.inode, c.offset, c.line_no) for path, c in cursors.items()}
+        if self.pending is not None:
+            self.pending.update(rows)
+        elif rows:
+            self.store.save_cursors(rows)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Gather saves until the block ends (a save still happens after what it covers was dispatched:
+        only later, by the rest of the round). Nested blocks join the outer one."""
+        if self.pending is not None:
+            yield
+            return
+        self.pending = {}
+        try:
+            yield
+        finally:
+            rows, self.pending = self.pending, None
+            if rows:
+                self.store.save_cursors(rows)
 
 
 @dataclass
@@ -153,7 +179,10 @@ class Monitor:
         w = settings.watch
         self.changes = ChangeSource(force_polling=w.force_polling, cadence=cadence_of(w))
         self._over_budget_logged: float | None = None  # when the last over-budget warning went out
-        self.follower = Follower(StoreCursors(self.store))
+        self._progress_saved_at = 0.0
+        self._load_noted_at = 0.0
+        self.cursors = StoreCursors(self.store)
+        self.follower = Follower(self.cursors)
         self.watches: dict[tuple[str, int], AttemptWatch] = {}
         self._rulesets: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], RuleSet] = {}
         self._by_path: dict[str, tuple[str, int]] = {}
@@ -624,11 +653,11 @@ class Monitor:
     def persist_cursors(self, w: AttemptWatch | None = None) -> None:
         """Save the cursors of what was read for `w` (None: every attempt) once its matches are dispatched."""
         keys = [w.key] if w is not None else list(self._unsaved.keys() | self._scalar_cursors.keys())
-        for key in keys:
-            for path in self._unsaved.pop(key, set()):
-                self.follower.persist(path)
-            for path, cursor in self._scalar_cursors.pop(key, {}).items():
-                self.store.save_cursor(path, cursor.inode, cursor.offset, cursor.line_no)
+        with self.cursors.batch():  # one transaction, or part of the round's
+            for key in keys:
+                for path in self._unsaved.pop(key, set()):
+                    self.follower.persist(path)
+                self.cursors.save_many(self._scalar_cursors.pop(key, {}))
 
     async def dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
         try:
@@ -686,7 +715,8 @@ class Monitor:
 
     async def _change_loop(self) -> None:
         async for paths in self.changes:
-            await self.on_changes(paths)
+            with self.cursors.batch():  # the cursors of every run in this round: one SQLite transaction
+                await self.on_changes(paths)
 
     async def on_changes(self, paths: set[str]) -> None:
         """Changed paths from the watcher: read the log files among them, note trainer files as due."""
@@ -755,34 +785,37 @@ class Monitor:
         return load
 
     async def _tick_loop(self) -> None:
-        last_progress_save = 0.0
-        last_load = 0.0
         while True:
             self.heartbeats.beat_if_registered(self.LOOP)
             try:
-                for ended in self.sync():
-                    await self.drain(ended)
-                now = self.clock()
-                for w in list(self.watches.values()):
-                    async with self._reading:
-                        unread, w.unread = w.unread, set()
-                        matches = await self._read_off_loop(w, unread) if unread else []
-                        if w.mode == "poll" and not w.trainer_due:
-                            matches += self.read_bars(w)  # from memory; the trainer's files did not change
-                        else:
-                            w.trainer_due = False
-                            matches += self.read_trainer(w)
-                        matches += feed(w.rules, w.state, Tick(now))
-                        matches += self.check_ended(w, now)
-                    await self.dispatch(w, matches)
-                    self.heartbeats.beat_if_registered(self.LOOP)
-                if now - last_progress_save >= 5:
-                    for w in self.watches.values():
-                        self.persist_progress(w)
-                    last_progress_save = now
-                if now - last_load >= LOAD_EVERY_S:
-                    self.note_load(now)
-                    last_load = now
+                with self.cursors.batch():  # every attempt's cursors of this tick: one SQLite transaction
+                    await self.tick()
             except Exception:
                 log.exception("monitor tick failed")
             await anyio.sleep(1.0)
+
+    async def tick(self) -> None:
+        """Once a second: watch new attempts, drain ended ones, read what is due, feed the clock."""
+        for ended in self.sync():
+            await self.drain(ended)
+        now = self.clock()
+        for w in list(self.watches.values()):
+            async with self._reading:
+                unread, w.unread = w.unread, set()
+                matches = await self._read_off_loop(w, unread) if unread else []
+                if w.mode == "poll" and not w.trainer_due:
+                    matches += self.read_bars(w)  # from memory; the trainer's files did not change
+                else:
+                    w.trainer_due = False
+                    matches += self.read_trainer(w)
+                matches += feed(w.rules, w.state, Tick(now))
+                matches += self.check_ended(w, now)
+            await self.dispatch(w, matches)
+            self.heartbeats.beat_if_registered(self.LOOP)
+        if now - self._progress_saved_at >= 5:
+            for w in self.watches.values():
+                self.persist_progress(w)
+            self._progress_saved_at = now
+        if now - self._load_noted_at >= LOAD_EVERY_S:
+            self.note_load(now)
+            self._load_noted_at = now

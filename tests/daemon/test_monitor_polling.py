@@ -5,6 +5,7 @@ budget that cannot cover the base interval is said in the log and in `shepherd s
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -170,3 +171,34 @@ def test_status_says_nothing_about_polling_when_the_budget_covers_it(
 def test_a_maximum_interval_below_the_base_interval_is_refused() -> None:
     with pytest.raises(ValueError, match="poll_max_interval_s"):
         WatchSettings(poll_interval_s=5, poll_max_interval_s=2)
+
+
+def test_a_round_of_changes_of_many_runs_saves_their_cursors_in_one_transaction(tmp_path: Path) -> None:
+    built = build(Settings(root=tmp_path / "root"))
+    store, monitor = built.store, built.monitor
+    outputs = []
+    for i in range(20):
+        run_id = f"toy-20260101-000000-{i:04d}"
+        store.create_run(run_id, "toy", json.dumps({"name": "toy", "command": ["true"]}), "spec.yaml")
+        store.begin_attempt(run_id, lambda n, i=i: f"t{i}-{n}", {})
+        store.attempt_submitted(run_id, 1, str(5000 + i))
+        run, attempt = store.get_run(run_id), store.get_attempt(run_id, 1)
+        assert run is not None and attempt is not None
+        w = monitor.watch_for(run, attempt)
+        assert w is not None
+        out = w.output_file()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("step 1 done\nstep 2 done\n")
+        outputs.append(str(out))
+    statements: list[str] = []
+    store.db.set_trace_callback(statements.append)
+
+    async def one_round() -> None:
+        with monitor.cursors.batch():
+            await monitor.on_changes(set(outputs))
+
+    anyio.run(one_round)
+    store.db.set_trace_callback(None)
+    assert [s for s in statements if s.startswith("BEGIN")] == ["BEGIN IMMEDIATE"]
+    assert all(store.load_cursor(p) == (os.stat(p).st_ino, 24, 2) for p in outputs)
+    store.close()

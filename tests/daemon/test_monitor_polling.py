@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -202,3 +203,36 @@ def test_a_round_of_changes_of_many_runs_saves_their_cursors_in_one_transaction(
     assert [s for s in statements if s.startswith("BEGIN")] == ["BEGIN IMMEDIATE"]
     assert all(store.load_cursor(p) == (os.stat(p).st_ino, 24, 2) for p in outputs)
     store.close()
+
+
+async def eventually(check: Callable[[], bool]) -> None:
+    for _ in range(200):  # a 10 s hang guard, not a latency assertion
+        if check():
+            return
+        await anyio.sleep(0.05)
+    raise AssertionError("not within 10 s")
+
+
+@pytest.mark.anyio
+async def test_a_live_monitor_on_a_polled_run_reads_a_new_line(tmp_path: Path) -> None:
+    built = polled(tmp_path, poll_interval_s=0.05, poll_max_interval_s=0.5)
+    run, attempt = rows(built)
+    w = built.monitor.watch_for(run, attempt)
+    assert w is not None
+    out = w.output_file()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("starting\n")
+
+    def read_to(offset: int) -> bool:
+        c = built.monitor.follower.cursor(str(out))
+        return c is not None and c.offset >= offset
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(built.monitor.run)
+        await eventually(lambda: read_to(9))
+        with out.open("a") as fh:
+            fh.write("step 2\n")
+        await eventually(lambda: read_to(16))
+        tg.cancel_scope.cancel()
+    assert built.monitor.changes.mode(out) == "poll"
+    built.store.close()

@@ -168,6 +168,7 @@ def build(
         metrics = MetricsExporter(settings.metrics, collector)
         slurm.on_call = metrics.telemetry.slurm_call
         monitor.on_log_bytes = metrics.telemetry.log_bytes_read
+        monitor.on_poll_load = metrics.telemetry.poll_load
         daemon.tasks = (*daemon.tasks, Task("metrics", metrics.run))
     return Built(
         settings,

@@ -192,6 +192,7 @@ class Monitor:
         self._scalar_cursors: dict[tuple[str, int], dict[str, FileCursor]] = {}
         self._reading = anyio.Lock()  # one attempt's files and matcher state at a time (a worker thread)
         self.on_log_bytes: Callable[[int], None] | None = None  # told how many log bytes each read took in
+        self.on_poll_load: Callable[[PollLoad], None] | None = None  # told the polling load every 10 s
 
     # ---- which attempts are watched -----------------------------------------------------------------
     def ruleset_for(self, spec: JobSpec) -> RuleSet:
@@ -774,6 +775,8 @@ class Monitor:
         elif self._over_budget_logged is not None:
             log.info("polling back within its budget", **fields)
             self._over_budget_logged = None
+        if self.on_poll_load is not None:
+            self.on_poll_load(load)
         path = self.settings.watch_load_path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

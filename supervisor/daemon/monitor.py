@@ -248,8 +248,10 @@ class Monitor:
             w.status = StatusReader(spec.trainer_log_dir / STATUS_FILE)
         w.marks = self._mark_tracker(run, attempt)
         w.driver_exited_at = self._recover_driver_exit(w)
-        # One verdict for all of a run's paths: a folder partly on a shared filesystem is polled as a whole.
-        w.mode = self.changes.classify(w.log_base)
+        # One verdict for all of a run's log paths: polled when any of them is on a shared filesystem (an
+        # adopted job's output file may live elsewhere than its log folders).
+        verdicts = {self.changes.classify(w.log_base), self.changes.classify(w.output_file())}
+        w.mode = "poll" if "poll" in verdicts else "inotify"
         self.watches[key] = w
         if attempt.slurm_state == JobState.PENDING.value:
             self.changes.pause(key)  # a pending job writes nothing: its polled paths cost nothing

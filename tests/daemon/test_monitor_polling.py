@@ -20,6 +20,7 @@ from supervisor.domain.jobstate import JobState
 from supervisor.domain.observations import StateEvent
 from supervisor.domain.runs import AttemptRow, RunRow
 from supervisor.settings import Settings, WatchSettings
+from supervisor.watch.fswatch import FsInfo
 
 RUN = "toy-20260101-000000-abcd"
 JOB = "4242"
@@ -235,4 +236,21 @@ async def test_a_live_monitor_on_a_polled_run_reads_a_new_line(tmp_path: Path) -
         await eventually(lambda: read_to(16))
         tg.cancel_scope.cancel()
     assert built.monitor.changes.mode(out) == "poll"
+    built.store.close()
+
+
+def test_an_adopted_jobs_output_on_a_shared_filesystem_makes_the_whole_run_polled(tmp_path: Path) -> None:
+    built = build(Settings(root=tmp_path / "root"))
+    shared = tmp_path / "lustre"
+    built.monitor.changes.detect = lambda p: FsInfo(0x0BD00BD0, "lustre", str(p).startswith(str(shared)))
+    spec = {"name": "toy", "command": ["true"]}
+    built.store.create_run(RUN, "toy", json.dumps(spec), "spec.yaml")
+    built.store.begin_attempt(
+        RUN, lambda n: f"t{n}", {"adopted": True, "output": str(shared / "slurm-7.out")}
+    )
+    built.store.attempt_submitted(RUN, 1, JOB)
+    run, attempt = rows(built)
+    w = built.monitor.watch_for(run, attempt)
+    assert w is not None and w.mode == "poll"
+    assert built.monitor.changes.mode(shared / "slurm-7.out") == "poll"
     built.store.close()

@@ -254,3 +254,27 @@ def test_an_adopted_jobs_output_on_a_shared_filesystem_makes_the_whole_run_polle
     assert w is not None and w.mode == "poll"
     assert built.monitor.changes.mode(shared / "slurm-7.out") == "poll"
     built.store.close()
+
+
+def test_the_ended_check_of_a_polled_run_reads_the_pollers_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built = polled(tmp_path)
+    run, attempt = rows(built)
+    logs = built.settings.runs_dir / RUN / "logs" / f"{JOB}-logs"
+    logs.mkdir(parents=True)
+    (logs / "STARTED_RAY_HEAD").touch()
+    w = built.monitor.watch_for(run, attempt)
+    assert w is not None
+    poll_rounds(built)
+
+    def no_listing(self: Path, *a: object) -> object:
+        raise AssertionError(f"the monitor listed {self} itself")
+
+    monkeypatch.setattr(Path, "iterdir", no_listing)
+    monkeypatch.setattr(Path, "glob", no_listing)
+    w.state.job_state = JobState.RUNNING
+    w.driver_exited_at = 100.0
+    [m] = built.monitor.check_ended(w, 10_000.0)
+    assert m.rule == "ended-not-written" and f"job {JOB} is RUNNING" in m.excerpt
+    built.store.close()

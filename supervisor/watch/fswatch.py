@@ -236,7 +236,8 @@ class Folder:
 
 
 class FsProbe(Protocol):
-    """The filesystem calls polling makes; `ops` counts them by kind ("open", "listing")."""
+    """The filesystem calls polling makes; `ops` counts them by kind ("open" of a file, "folder_open",
+    "listing": getdents passes)."""
 
     ops: Counter[str]
 
@@ -261,7 +262,7 @@ class OsProbe:
         return file_signature(path)
 
     def folder(self, path: str, last: Folder | None) -> Folder | None:
-        self.ops["open"] += 1
+        self.ops["folder_open"] += 1
         try:
             fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except (FileNotFoundError, NotADirectoryError):

@@ -382,6 +382,13 @@ class Monitor:
                 self.follower.forget(f)
         self.watches.pop(w.key, None)
         self.changes.forget_group(w.key)
+        # The run's next attempt may share paths this one watched for both (the log base, the trainer's
+        # files): watch them again for it, or they would go unwatched from here on.
+        for other in self.watches.values():
+            if other.run_id == w.run_id:
+                other.trainer_paths -= {p for p in w.trainer_paths if p not in self._by_path}
+                other.trainer_due = True
+                self._refresh_files(other)
 
     def sync(self) -> list[AttemptWatch]:
         """Watch every open attempt; returns the ended ones whose files are due for their final drain."""

@@ -278,3 +278,28 @@ def test_the_ended_check_of_a_polled_run_reads_the_pollers_listing(
     [m] = built.monitor.check_ended(w, 10_000.0)
     assert m.rule == "ended-not-written" and f"job {JOB} is RUNNING" in m.excerpt
     built.store.close()
+
+
+def test_paths_two_attempts_share_stay_watched_when_the_first_is_dropped(tmp_path: Path) -> None:
+    trainer = tmp_path / "trainer"
+    (trainer / "exp_001").mkdir(parents=True)
+    (trainer / "status.json").write_text('{"phase": "generating", "step": 1}')
+    built = polled(tmp_path, trainer_log_dir=trainer)
+    run, first = rows(built)
+    w1 = built.monitor.watch_for(run, first)
+    assert w1 is not None
+    poll_rounds(built)
+    built.store.begin_attempt(RUN, lambda n: f"t{n}", {})  # the resume, while the first still drains
+    built.store.attempt_submitted(RUN, 2, "4343")
+    second = built.store.get_attempt(RUN, 2)
+    assert second is not None
+    w2 = built.monitor.watch_for(run, second)
+    assert w2 is not None
+    poll_rounds(built)
+    status = str(trainer / "status.json")
+    assert status in w2.trainer_paths
+    built.monitor._drop(w1)
+    assert built.monitor.changes.mode(status) == "poll"  # still watched, now for the second attempt
+    assert built.monitor._by_path[status] == w2.key
+    assert built.monitor.changes.mode(w2.log_base) == "poll"
+    built.store.close()

@@ -141,14 +141,34 @@ class SlurmSettings(BaseModel):
 
 
 class WatchSettings(BaseModel):
-    poll_interval_s: float = 2.0
+    poll_interval_s: float = Field(
+        default=2.0, gt=0, description="a polled file that changed at its last check is looked at this often"
+    )
     force_polling: bool = False
+    poll_budget_ops_per_s: float = Field(
+        default=100.0,
+        gt=0,
+        description="polling on a shared filesystem makes at most this many metadata operations per second "
+        "(opens, listings), whatever the number of runs: a polite tenant of one login node",
+    )
+    poll_max_interval_s: float = Field(
+        default=30.0, gt=0, description="the longest a quiet polled file waits between two looks"
+    )
     ended_overdue_s: float = Field(
         default=600.0,
         gt=0,
         description="RUNNING this long after the launcher's 'driver exited' line without ENDED: "
         "`ended-not-written` fires",
     )
+
+    @model_validator(mode="after")
+    def _max_not_below_base(self) -> WatchSettings:
+        if self.poll_max_interval_s < self.poll_interval_s:
+            raise ValueError(
+                f"watch.poll_max_interval_s ({self.poll_max_interval_s}) is below watch.poll_interval_s "
+                f"({self.poll_interval_s}): a quiet file cannot be looked at more often than a busy one"
+            )
+        return self
 
 
 class MetricsSettings(BaseModel):
@@ -294,6 +314,11 @@ class Settings(BaseSettings):
     def requests_dir(self) -> Path:
         """People's commands for the lease holder (act/mailbox.py): shared, like the lease."""
         return self.state_dir / "requests"
+
+    @property
+    def watch_load_path(self) -> Path:
+        """The monitor's polling load (budget, demand, lag), for `shepherd status`."""
+        return self.state_dir / "watch-load.json"
 
     @property
     def db_path(self) -> Path:

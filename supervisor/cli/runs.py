@@ -195,6 +195,25 @@ def _fmt_time(t: float | None) -> str:
     return time.strftime("%H:%M:%S", time.localtime(t)) if t else "-"
 
 
+LOAD_FRESH_S = 300.0  # an older polling-load file was left by a daemon that is not running now
+
+
+def polling_load_line(settings: Settings, now: float) -> str | None:
+    """One line when the running daemon's polling budget cannot cover the base interval, else None."""
+    try:
+        load = json.loads(settings.watch_load_path.read_text())
+        if load["covered"] or now - float(load["at"]) > LOAD_FRESH_S:
+            return None
+        demand, budget = float(load["demand_ops_per_s"]), float(load["budget_ops_per_s"])
+        files, active, lag = int(load["files"]), int(load["active_files"]), float(load["lag_s"])
+        return (
+            f"watching: polling needs ~{demand:.0f} filesystem ops/s but its budget is {budget:.0f} "
+            f"(watch.poll_budget_ops_per_s): {files} files, {active} active, looked at ~{lag:.0f} s late"
+        )
+    except (OSError, ValueError, KeyError, TypeError):  # no daemon yet, or a torn file: nothing to say
+        return None
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     store = open_store(settings)
@@ -210,14 +229,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(runs, indent=2, default=str))
         return 0
     print(lease_line(settings))
+    load_line = polling_load_line(settings, time.time())
     if not runs:
         print("no runs")
-        return 0
-    print(f"{'RUN':<44} {'STATE':<10} {'JOB':>8} {'ATT':>3}  DETAIL")
+    else:
+        print(f"{'RUN':<44} {'STATE':<10} {'JOB':>8} {'ATT':>3}  DETAIL")
     for r in runs:
         note = r["pending_reason"] or r["reason"] or ""
         state = r["state"] + ("*" if r["held"] else "")
         print(f"{r['id']:<44} {state:<10} {r['slurm_job_id'] or '-':>8} {r['attempts']:>3}  {note}")
+    if load_line:
+        print(load_line)
     return 0
 
 

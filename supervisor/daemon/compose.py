@@ -20,7 +20,7 @@ from supervisor.act.control import Controller, DaemonRunControl
 from supervisor.act.mailbox import Mailbox, handlers, make_lease, serve
 from supervisor.daemon.loops import DAEMON_THREAD, Daemon, Task
 from supervisor.daemon.metrics import MetricsExporter, StoreCollector
-from supervisor.daemon.monitor import Monitor
+from supervisor.daemon.monitor import Monitor, cadence_of
 from supervisor.daemon.standby import stand_by
 from supervisor.daemon.wakeups import StoreScheduler, Wakeups
 from supervisor.domain.notices import Notice
@@ -117,7 +117,7 @@ def build(
     def reload_settings() -> None:
         """Re-read shepherd.toml and SHEPHERD_* env; what can change live is applied, the rest at restart.
 
-        Live: Slurm cadences, timeouts and grace periods, the log polling interval, rules folders.
+        Live: Slurm cadences, timeouts and grace periods, the log polling cadence and budget, rules folders.
         A file that does not validate raises before anything is swapped, so the old settings stay.
         """
         fresh = load_settings(settings.root)
@@ -125,7 +125,7 @@ def build(
         settings.watch = fresh.watch
         settings.rules_dirs = fresh.rules_dirs
         slurm.timeout_s = fresh.slurm.command_timeout_s
-        monitor.changes.poll_interval_s = fresh.watch.poll_interval_s
+        monitor.changes.set_cadence(cadence_of(fresh.watch))
         if fresh.slack != settings.slack:
             log.warning("slack settings changed: they take effect at the next restart")
 
@@ -195,6 +195,7 @@ def build(
         metrics = MetricsExporter(settings.metrics, collector)
         slurm.on_call = metrics.telemetry.slurm_call
         monitor.on_log_bytes = metrics.telemetry.log_bytes_read
+        monitor.on_poll_load = metrics.telemetry.poll_load
         daemon.tasks = (*daemon.tasks, Task("metrics", metrics.run))
     return Built(
         settings,

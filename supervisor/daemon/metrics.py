@@ -19,7 +19,14 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server, write_to_textfile
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    start_http_server,
+    write_to_textfile,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -28,6 +35,7 @@ from supervisor.notify.slack.notifier import outbox_backlog
 from supervisor.report.read import ending_decision, failure_of, run_report
 from supervisor.settings import MetricsSettings
 from supervisor.store import Store
+from supervisor.watch.pollplan import PollLoad
 
 log = structlog.get_logger(__name__)
 
@@ -55,6 +63,28 @@ class Telemetry:
         self.log_bytes = Counter(
             "shepherd_log_bytes_ingested", "Bytes of job log files read by the monitor.", registry=registry
         )
+
+        self.poll = Gauge(
+            "shepherd_poll",
+            "Polling of shared filesystems: budget and demand (filesystem operations per second), lag "
+            "(seconds late), polled paths by kind (files, active_files, progress_files, listings, paused).",
+            ["what"],
+            registry=registry,
+        )
+
+    def poll_load(self, load: PollLoad) -> None:
+        """The monitor's polling load, every 10 s; demand above budget means files are looked at late."""
+        for what, value in (
+            ("budget_ops_per_s", load.budget_ops_per_s),
+            ("demand_ops_per_s", load.demand_ops_per_s),
+            ("lag_s", load.lag_s),
+            ("files", load.files),
+            ("active_files", load.active_files),
+            ("progress_files", load.progress_files),
+            ("listings", load.listings),
+            ("paused", load.paused),
+        ):
+            self.poll.labels(what).set(value)
 
     def slurm_call(self, command: str, seconds: float, outcome: str) -> None:
         self.slurm_commands.labels(command, outcome).inc()

@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,25 +30,27 @@ import anyio.to_thread
 import structlog
 
 from supervisor.act.actions import Actions
+from supervisor.domain.jobstate import JobState
 from supervisor.domain.observations import MetricEvent, ProgressEvent, StateEvent, Tick
 from supervisor.domain.overrides import resume_step
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow
 from supervisor.domain.spec import JobSpec
-from supervisor.domain.trainer_files import METRICS_FILE, STATUS_FILE
+from supervisor.domain.trainer_files import EXP_DIR_RE, METRICS_FILE, STATUS_FILE, TENSORBOARD_DIR
 from supervisor.rules.engine import Match, MatcherState, RuleSet, feed, load_ruleset, note_files, scan_lines
 from supervisor.service.watchdog import HeartbeatRegistry
-from supervisor.settings import Settings
+from supervisor.settings import Settings, WatchSettings
 from supervisor.slurm.launchers import layout
 from supervisor.slurm.launchers import shepherd as shepherd_launcher
 from supervisor.slurm.launchers.layout import FileContract
 from supervisor.slurm.submit import base_log_dir, file_contract
 from supervisor.store import Store
 from supervisor.watch.driver_log import CheckpointSaving, DriverLogReader, Scalar, StepStarted
-from supervisor.watch.fswatch import ChangeSource
+from supervisor.watch.fswatch import ChangeSource, Mode
 from supervisor.watch.lines import SEGMENT_SEP
 from supervisor.watch.marks import End, Mark, MarkOp, MarkTracker, Step
 from supervisor.watch.metric_names import TRAIN_REWARD
 from supervisor.watch.metrics import MetricsReader, to_metric_events
+from supervisor.watch.pollplan import Cadence, PollLoad
 from supervisor.watch.progress import StatusReader, bar_event, parse_tqdm
 from supervisor.watch.sources import MetricSource, metric_source
 from supervisor.watch.tailer import FileCursor, Follower, TailResult
@@ -59,20 +62,52 @@ log = structlog.get_logger(__name__)
 DRAIN_AFTER_END_S = 15.0  # keep reading an ended attempt's files this long: the last lines land late
 REFRESH_EVERY_S = 10.0
 ENDED_STALL_SOURCE = "shepherd-monitor"  # the source name of the line the ENDED check feeds the rules
+LOAD_EVERY_S = 10.0  # how often the polling load is written for `shepherd status`
+OVER_BUDGET_REPEAT_S = 600.0  # an over-budget warning is repeated this often while it lasts
+
+
+def cadence_of(w: WatchSettings) -> Cadence:
+    """The polling plan's cadence from the settings (listings: 5x and 30x the base interval)."""
+    return Cadence.scaled(w.poll_interval_s, ops_per_s=w.poll_budget_ops_per_s, max_s=w.poll_max_interval_s)
 
 
 class StoreCursors:
-    """The tailer's CursorStore on the daemon's SQLite store."""
+    """The tailer's CursorStore on the daemon's SQLite store; inside `batch()` saves are gathered and
+    written in one transaction when it ends (a round of changes of many runs is one commit, not one per
+    file)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.pending: dict[str, tuple[int, int, int]] | None = None
 
     def load(self, path: str) -> FileCursor | None:
         row = self.store.load_cursor(path)
         return FileCursor(*row) if row else None
 
     def save(self, path: str, cursor: FileCursor) -> None:
-        self.store.save_cursor(path, cursor.inode, cursor.offset, cursor.line_no)
+        self.save_many({path: cursor})
+
+    def save_many(self, cursors: dict[str, FileCursor]) -> None:
+        rows = {path: (c.inode, c.offset, c.line_no) for path, c in cursors.items()}
+        if self.pending is not None:
+            self.pending.update(rows)
+        elif rows:
+            self.store.save_cursors(rows)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Gather saves until the block ends (a save still happens after what it covers was dispatched:
+        only later, by the rest of the round). Nested blocks join the outer one."""
+        if self.pending is not None:
+            yield
+            return
+        self.pending = {}
+        try:
+            yield
+        finally:
+            rows, self.pending = self.pending, None
+            if rows:
+                self.store.save_cursors(rows)
 
 
 @dataclass
@@ -90,6 +125,9 @@ class AttemptWatch:
     metrics_saved: FileCursor | None = None  # the metrics.jsonl cursor last staged for saving
     tb: TensorBoardWatcher | None = None  # the trainer's event files, read when it writes no metrics.jsonl
     contract: FileContract = shepherd_launcher.CONTRACT  # what its launcher's files mean
+    mode: Mode = "inotify"  # how all its paths are watched: polled (shared filesystem) or inotify
+    trainer_paths: set[str] = field(default_factory=set)  # polled: the trainer's files and folders watched
+    trainer_due: bool = True  # polled: a trainer file changed since `read_trainer` last ran
     output: Path | None = None  # Slurm's output file, when not the launcher's usual one (an adopted job)
     source: MetricSource | None = None  # where this attempt's scalars come from, once known
     driver_log: DriverLogReader = field(default_factory=DriverLogReader)  # NeMo RL's banners and results
@@ -139,8 +177,12 @@ class Monitor:
         self.heartbeats = heartbeats
         self.clock = clock
         w = settings.watch
-        self.changes = ChangeSource(poll_interval_s=w.poll_interval_s, force_polling=w.force_polling)
-        self.follower = Follower(StoreCursors(self.store))
+        self.changes = ChangeSource(force_polling=w.force_polling, cadence=cadence_of(w))
+        self._over_budget_logged: float | None = None  # when the last over-budget warning went out
+        self._progress_saved_at = 0.0
+        self._load_noted_at = 0.0
+        self.cursors = StoreCursors(self.store)
+        self.follower = Follower(self.cursors)
         self.watches: dict[tuple[str, int], AttemptWatch] = {}
         self._rulesets: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], RuleSet] = {}
         self._by_path: dict[str, tuple[str, int]] = {}
@@ -150,6 +192,7 @@ class Monitor:
         self._scalar_cursors: dict[tuple[str, int], dict[str, FileCursor]] = {}
         self._reading = anyio.Lock()  # one attempt's files and matcher state at a time (a worker thread)
         self.on_log_bytes: Callable[[int], None] | None = None  # told how many log bytes each read took in
+        self.on_poll_load: Callable[[PollLoad], None] | None = None  # told the polling load every 10 s
 
     # ---- which attempts are watched -----------------------------------------------------------------
     def ruleset_for(self, spec: JobSpec) -> RuleSet:
@@ -205,7 +248,13 @@ class Monitor:
             w.status = StatusReader(spec.trainer_log_dir / STATUS_FILE)
         w.marks = self._mark_tracker(run, attempt)
         w.driver_exited_at = self._recover_driver_exit(w)
+        # One verdict for all of a run's log paths: polled when any of them is on a shared filesystem (an
+        # adopted job's output file may live elsewhere than its log folders).
+        verdicts = {self.changes.classify(w.log_base), self.changes.classify(w.output_file())}
+        w.mode = "poll" if "poll" in verdicts else "inotify"
         self.watches[key] = w
+        if attempt.slurm_state == JobState.PENDING.value:
+            self.changes.pause(key)  # a pending job writes nothing: its polled paths cost nothing
         self._refresh_files(w)
         return w
 
@@ -243,26 +292,72 @@ class Monitor:
             return None
         return layout.driver_exit_time(tail, st.st_mtime)
 
+    def _log_dirs(self, w: AttemptWatch) -> list[Path]:
+        """The attempt's log folders: from the poller's last listing of its log base when polled (no
+        metadata operation of our own: the plan pays for and paces listings), else listed now."""
+        if w.mode == "poll":
+            return [
+                w.log_base / n for n in layout.log_dir_names(self.changes.listing(w.log_base) or (), w.job_id)
+            ]
+        return w.log_dirs()
+
+    def _entries(self, w: AttemptWatch, d: Path) -> list[str]:
+        """A folder's entry names, the same way as `_log_dirs`; [] when it is missing or not listed yet."""
+        if w.mode == "poll":
+            return sorted(self.changes.listing(d) or ())
+        try:
+            return sorted(p.name for p in d.iterdir())
+        except OSError:
+            return []
+
+    def _watch(self, w: AttemptWatch, path: Path | str, *, is_dir: bool = False) -> None:
+        self.changes.add(path, is_dir=is_dir, mode=w.mode, group=w.key)
+        self._by_path[str(path)] = w.key
+
+    def _watch_trainer(self, w: AttemptWatch) -> None:
+        """Polled: the trainer's status.json, its newest exp dir's metrics.jsonl and TensorBoard event files
+        go into the polling plan on the progress cadence, and their folders as listings, so that
+        `read_trainer` runs when one of them changed instead of opening them all every second."""
+        log_dir = w.spec.trainer_log_dir
+        if log_dir is None:
+            return
+        wanted: list[tuple[Path, bool]] = [(log_dir, True), (log_dir / STATUS_FILE, False)]
+        exps = [n for n in self.changes.listing(log_dir) or () if EXP_DIR_RE.match(n)]
+        if exps:
+            exp = log_dir / max(exps, key=lambda n: int(n.split("_", 1)[1]))
+            tb = exp / TENSORBOARD_DIR
+            wanted += [(exp, True), (exp / METRICS_FILE, False), (tb, True)]
+            wanted += [(tb / n, False) for n in self.changes.listing(tb) or () if n.startswith("events.out")]
+        for path, is_dir in wanted:
+            if str(path) not in w.trainer_paths:
+                self.changes.add(path, is_dir=is_dir, mode="poll", group=w.key, progress=not is_dir)
+                self._by_path.setdefault(str(path), w.key)
+                w.trainer_paths.add(str(path))
+
     def _refresh_files(self, w: AttemptWatch) -> None:
         w.refreshed_at = self.clock()
-        w.tb_rescan = True
         wanted = {str(w.output_file())}
-        for d in w.log_dirs():
-            wanted |= {str(p) for p in d.glob(layout.LOG_GLOB)}
+        dirs = self._log_dirs(w)
+        entries: list[str] = []
+        for d in dirs:
+            names = self._entries(w, d)
+            entries += names
+            wanted |= {str(d / n) for n in layout.log_file_names(names)}
             if str(d) not in self._by_path:
-                self.changes.add(d, is_dir=True)
-                self._by_path[str(d)] = w.key
-        if not w.log_dirs() and str(w.log_base) not in self._by_path and w.log_base.exists():
-            self.changes.add(w.log_base, is_dir=True)  # to see `<jobid>-logs/` appear
-            self._by_path[str(w.log_base)] = w.key
+                self._watch(w, d, is_dir=True)
+        if str(w.log_base) not in self._by_path and (w.mode == "poll" or (not dirs and w.log_base.exists())):
+            self._watch(w, w.log_base, is_dir=True)  # to see `<jobid>-logs/` (and restart folders) appear
+        if w.mode == "poll":
+            self._watch_trainer(w)
+        else:
+            w.tb_rescan = True
         for f in wanted - w.files:
-            self.changes.add(f)
-            self._by_path[f] = w.key
+            self._watch(w, f)
             # What was written before the watch began (while the daemon was down or starting) raises no
             # change event: read it on the next tick, from the saved cursor.
             w.unread.add(f)
         w.files |= wanted
-        present = [p.name for d in w.log_dirs() for p in d.iterdir()] if w.log_dirs() else []
+        present = entries
         note_files(w.state, present)
         if not w.marks.ray_up and layout.HEAD_STARTED in present:
             self.record_marks(w, w.marks.ray_started(self._head_started_at(w)))
@@ -270,7 +365,7 @@ class Monitor:
     def _head_started_at(self, w: AttemptWatch) -> float:
         """When the launcher wrote STARTED_RAY_HEAD (its mtime), else now."""
         now = self.clock()
-        for d in w.log_dirs():
+        for d in self._log_dirs(w):
             try:
                 return min(now, (d / layout.HEAD_STARTED).stat().st_mtime)
             except OSError:
@@ -278,12 +373,22 @@ class Monitor:
         return now
 
     def _drop(self, w: AttemptWatch) -> None:
-        for f in list(w.files) + [str(d) for d in w.log_dirs()] + [str(w.log_base)]:
+        for f in (
+            list(w.files) + [str(d) for d in self._log_dirs(w)] + [str(w.log_base)] + list(w.trainer_paths)
+        ):
             if self._by_path.get(f) == w.key:
                 self.changes.remove(f)
                 self._by_path.pop(f, None)
                 self.follower.forget(f)
         self.watches.pop(w.key, None)
+        self.changes.forget_group(w.key)
+        # The run's next attempt may share paths this one watched for both (the log base, the trainer's
+        # files): watch them again for it, or they would go unwatched from here on.
+        for other in self.watches.values():
+            if other.run_id == w.run_id:
+                other.trainer_paths -= {p for p in w.trainer_paths if p not in self._by_path}
+                other.trainer_due = True
+                self._refresh_files(other)
 
     def sync(self) -> list[AttemptWatch]:
         """Watch every open attempt; returns the ended ones whose files are due for their final drain."""
@@ -523,8 +628,10 @@ class Monitor:
         """
         if w.ended_alarm:
             return []
-        current = w.current_log_dir()
-        present = [p.name for p in current.iterdir()] if current is not None and current.is_dir() else []
+        dirs = self._log_dirs(w)
+        newest = layout.newest_log_dir((d.name for d in dirs), w.job_id)
+        current = w.log_base / newest if newest else None
+        present = self._entries(w, current) if current is not None else []
         if w.contract.ended == "bring-up-failed":
             if layout.ENDED not in present:
                 return []
@@ -556,11 +663,11 @@ class Monitor:
     def persist_cursors(self, w: AttemptWatch | None = None) -> None:
         """Save the cursors of what was read for `w` (None: every attempt) once its matches are dispatched."""
         keys = [w.key] if w is not None else list(self._unsaved.keys() | self._scalar_cursors.keys())
-        for key in keys:
-            for path in self._unsaved.pop(key, set()):
-                self.follower.persist(path)
-            for path, cursor in self._scalar_cursors.pop(key, {}).items():
-                self.store.save_cursor(path, cursor.inode, cursor.offset, cursor.line_no)
+        with self.cursors.batch():  # one transaction, or part of the round's
+            for key in keys:
+                for path in self._unsaved.pop(key, set()):
+                    self.follower.persist(path)
+                self.cursors.save_many(self._scalar_cursors.pop(key, {}))
 
     async def dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
         try:
@@ -588,6 +695,12 @@ class Monitor:
             if ev.state.is_terminal:
                 await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code, ev.signal)
             return
+        if ev.state == JobState.PENDING:
+            self.changes.pause(w.key)
+        else:
+            self.changes.resume(
+                w.key
+            )  # started (or ended: its last lines are drained from the base interval)
         async with self._reading:
             self._refresh_files(w)
             matches = await self._read_off_loop(w, flush=ev.state.is_terminal)
@@ -612,48 +725,109 @@ class Monitor:
 
     async def _change_loop(self) -> None:
         async for paths in self.changes:
-            self.heartbeats.beat_if_registered(self.LOOP)
-            by_watch: dict[tuple[str, int], set[str]] = {}
-            for p in paths:
-                key = self._by_path.get(p)
-                if key is None:
-                    parent = self._by_path.get(str(Path(p).parent))
-                    if parent is None:
-                        continue
-                    key = parent
-                by_watch.setdefault(key, set()).add(p)
-            for key, changed in by_watch.items():
-                w = self.watches.get(key)
-                if w is None:
+            with self.cursors.batch():  # the cursors of every run in this round: one SQLite transaction
+                await self.on_changes(paths)
+
+    async def on_changes(self, paths: set[str]) -> None:
+        """Changed paths from the watcher: read the log files among them, note trainer files as due."""
+        self.heartbeats.beat_if_registered(self.LOOP)
+        by_watch: dict[tuple[str, int], set[str]] = {}
+        for p in paths:
+            key = self._by_path.get(p)
+            if key is None:
+                parent = self._by_path.get(str(Path(p).parent))
+                if parent is None:
                     continue
-                async with self._reading:
-                    if any(p not in w.files for p in changed):
-                        self._refresh_files(w)
-                    matches = await self._read_off_loop(w, {p for p in changed if p in w.files})
-                await self.dispatch(w, matches)
-                self.heartbeats.beat_if_registered(self.LOOP)
+                key = parent
+            by_watch.setdefault(key, set()).add(p)
+        for key, changed in by_watch.items():
+            w = self.watches.get(key)
+            if w is None:
+                continue
+            async with self._reading:
+                trainer = {
+                    p for p in changed if p in w.trainer_paths or os.path.dirname(p) in w.trainer_paths
+                }
+                if trainer:
+                    w.trainer_due = True
+                    # a new exp dir or event file: list the event files again on the next read
+                    w.tb_rescan = w.tb_rescan or any(p not in w.trainer_paths for p in trainer)
+                    self._watch_trainer(w)  # from the listings: no I/O
+                if any(p not in w.files and p not in w.trainer_paths for p in changed):
+                    self._refresh_files(w)
+                matches = await self._read_off_loop(w, {p for p in changed if p in w.files})
+            await self.dispatch(w, matches)
+            self.heartbeats.beat_if_registered(self.LOOP)
+
+    def note_load(self, now: float) -> PollLoad:
+        """Say when the polling budget cannot cover the base interval (a warning, repeated every
+        OVER_BUDGET_REPEAT_S while it lasts) and leave the numbers for `shepherd status`."""
+        load = self.changes.load()
+        fields = {
+            "budget_ops_per_s": round(load.budget_ops_per_s, 1),
+            "demand_ops_per_s": round(load.demand_ops_per_s, 1),
+            "files": load.files,
+            "active_files": load.active_files,
+            "progress_files": load.progress_files,
+            "listings": load.listings,
+            "paused": load.paused,
+            "lag_s": round(load.lag_s, 2),
+        }
+        if not load.covered:
+            if self._over_budget_logged is None or now - self._over_budget_logged >= OVER_BUDGET_REPEAT_S:
+                log.warning(
+                    "polling budget cannot cover the base interval: files are looked at late "
+                    "(raise watch.poll_budget_ops_per_s, or accept the lag)",
+                    **fields,
+                )
+                self._over_budget_logged = now
+        elif self._over_budget_logged is not None:
+            log.info("polling back within its budget", **fields)
+            self._over_budget_logged = None
+        if self.on_poll_load is not None:
+            self.on_poll_load(load)
+        path = self.settings.watch_load_path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"at": now, "covered": load.covered, **fields}))
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("could not write the polling load", path=str(path), error=str(exc))
+        return load
 
     async def _tick_loop(self) -> None:
-        last_progress_save = 0.0
         while True:
             self.heartbeats.beat_if_registered(self.LOOP)
             try:
-                for ended in self.sync():
-                    await self.drain(ended)
-                now = self.clock()
-                for w in list(self.watches.values()):
-                    async with self._reading:
-                        unread, w.unread = w.unread, set()
-                        matches = await self._read_off_loop(w, unread) if unread else []
-                        matches += self.read_trainer(w)
-                        matches += feed(w.rules, w.state, Tick(now))
-                        matches += self.check_ended(w, now)
-                    await self.dispatch(w, matches)
-                    self.heartbeats.beat_if_registered(self.LOOP)
-                if now - last_progress_save >= 5:
-                    for w in self.watches.values():
-                        self.persist_progress(w)
-                    last_progress_save = now
+                with self.cursors.batch():  # every attempt's cursors of this tick: one SQLite transaction
+                    await self.tick()
             except Exception:
                 log.exception("monitor tick failed")
             await anyio.sleep(1.0)
+
+    async def tick(self) -> None:
+        """Once a second: watch new attempts, drain ended ones, read what is due, feed the clock."""
+        for ended in self.sync():
+            await self.drain(ended)
+        now = self.clock()
+        for w in list(self.watches.values()):
+            async with self._reading:
+                unread, w.unread = w.unread, set()
+                matches = await self._read_off_loop(w, unread) if unread else []
+                if w.mode == "poll" and not w.trainer_due:
+                    matches += self.read_bars(w)  # from memory; the trainer's files did not change
+                else:
+                    w.trainer_due = False
+                    matches += self.read_trainer(w)
+                matches += feed(w.rules, w.state, Tick(now))
+                matches += self.check_ended(w, now)
+            await self.dispatch(w, matches)
+            self.heartbeats.beat_if_registered(self.LOOP)
+        if now - self._progress_saved_at >= 5:
+            for w in self.watches.values():
+                self.persist_progress(w)
+            self._progress_saved_at = now
+        if now - self._load_noted_at >= LOAD_EVERY_S:
+            self.note_load(now)
+            self._load_noted_at = now

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -508,12 +508,22 @@ class Store:
         return (int(row[0]), int(row[1]), int(row[2])) if row else None
 
     def save_cursor(self, path: str, inode: int, offset: int, line_no: int) -> None:
-        self.db.execute(
-            "INSERT INTO cursors (path, inode, offset, line_no, updated_at) VALUES (?, ?, ?, ?, ?)"
-            " ON CONFLICT(path) DO UPDATE SET inode = excluded.inode, offset = excluded.offset,"
-            " line_no = excluded.line_no, updated_at = excluded.updated_at",
-            (path, inode, offset, line_no, self.clock()),
-        )
+        self.save_cursors({path: (inode, offset, line_no)})
+
+    def save_cursors(self, cursors: Mapping[str, tuple[int, int, int]]) -> None:
+        """Many files' (inode, offset, line_no) in one transaction: with hundreds of active runs, one
+        transaction per file per change would be hundreds of small SQLite commits a second."""
+        now = self.clock()
+        rows = [(path, inode, offset, line_no, now) for path, (inode, offset, line_no) in cursors.items()]
+        if not rows:
+            return
+        with transaction(self.db):
+            self.db.executemany(
+                "INSERT INTO cursors (path, inode, offset, line_no, updated_at) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT(path) DO UPDATE SET inode = excluded.inode, offset = excluded.offset,"
+                " line_no = excluded.line_no, updated_at = excluded.updated_at",
+                rows,
+            )
 
 
 def _run(r: sqlite3.Row) -> RunRow:

@@ -8,35 +8,45 @@ file, because a plain stat on NFS may return attributes cached for up to a
 minute while an open revalidates them (close-to-open consistency).
 
 Only the files and folders of active runs are watched (each poll is metadata
-load on a parallel filesystem); `add`/`remove` change the set at runtime. A
-watched path that does not exist yet is fine: inotify watches its nearest
-existing ancestor until it appears, polling just sees it appear.
+load on a parallel filesystem); `add`/`remove` change the set at runtime, and
+the paths of a pending job are paused. A watched path that does not exist yet
+is fine: inotify watches its nearest existing ancestor until it appears,
+polling just sees it appear. What is polled when, within a budget of
+operations per second, is `pollplan.PollPlan`'s decision; the calls
+themselves go through an `FsProbe` (a counting fake in tests). A folder is
+opened and fstat'ed first and listed only when its mtime moved (names only,
+no stat per entry).
 
 Latency: watchfiles' default 1.6 s debounce would eat the whole latency
-budget, so it runs with a 50 ms debounce and a 10 ms step; the poller keeps a
-fixed cadence (the sleep is shortened by the time the sweep took).
+budget, so it runs with a 50 ms debounce and a 10 ms step; the poller wakes
+when the plan says the next check is due.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import dataclasses
 import errno
 import math
 import os
 import struct
-from collections.abc import Callable
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import Literal, Protocol
 
 import anyio
 import anyio.lowlevel
 import structlog
 import watchfiles
 from anyio.abc import TaskGroup, TaskStatus
+
+from supervisor.watch.pollplan import Cadence, Kind, PollLoad, PollPlan
 
 log = structlog.get_logger(__name__)
 
@@ -206,6 +216,72 @@ def dir_signature(path: str) -> DirSig | None:
         return None
 
 
+# ---- polling's filesystem calls ----------------------------------------------------------------------------
+# What the budget counts as one operation: a call that makes the filesystem look a path up or read a folder
+# (open, stat by path, one getdents pass), the ones that reach NFS/Lustre/GPFS metadata servers. The fstat
+# and close that come with an open, and reads of a file's new bytes, are not counted: fstat is answered from
+# the attributes the open just revalidated, and data goes to data servers.
+FILE_CHECK_OPS = 1  # open (+ fstat, close)
+LISTING_OPS = 2  # os.listdir makes two getdents calls (the second one sees the end)
+RACY_S = 3.0  # a folder mtime this recent may hide a later change in the same clock tick: list again
+
+
+@dataclass(frozen=True, slots=True)
+class Folder:
+    """A folder's entry names as last listed, and the stamp (inode, mtime) that listing goes with."""
+
+    stamp: tuple[int, int]
+    names: frozenset[str]
+    trusted: bool  # the mtime was old enough when listed that an unchanged one means no new entries
+
+
+class FsProbe(Protocol):
+    """The filesystem calls polling makes; `ops` counts them by kind ("open" of a file, "folder_open",
+    "listing": getdents passes)."""
+
+    ops: Counter[str]
+
+    def file(self, path: str) -> FileSig: ...
+
+    def folder(self, path: str, last: Folder | None) -> Folder | None: ...
+
+
+class OsProbe:
+    """The real calls: open + fstat for a file (close-to-open: on NFS the open revalidates the attributes a
+    stat may serve from a cache for up to a minute); open + fstat for a folder, listed only when its mtime
+    moved, or when the last listing was too close to the mtime to trust it (1 s mtime granularity on some
+    servers, like git's "racy" index entries)."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.time, racy_s: float = RACY_S) -> None:
+        self.ops: Counter[str] = Counter()
+        self.clock = clock
+        self.racy_s = racy_s
+
+    def file(self, path: str) -> FileSig:
+        self.ops["open"] += 1
+        return file_signature(path)
+
+    def folder(self, path: str, last: Folder | None) -> Folder | None:
+        self.ops["folder_open"] += 1
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            st = os.fstat(fd)  # before listing: an entry made meanwhile moves the mtime past this stamp
+            stamp = (st.st_ino, st.st_mtime_ns)
+            if last is not None and last.trusted and last.stamp == stamp:
+                return last
+            self.ops["listing"] += LISTING_OPS
+            names = frozenset(os.listdir(fd))
+        finally:
+            os.close(fd)
+        return Folder(stamp, names, self.clock() - st.st_mtime_ns / 1e9 > self.racy_s)
+
+
+_UNSEEN: FileSig = (-1, -1, -1)  # a polled file not checked yet: its first check reports it if it exists
+
+
 @dataclass(slots=True)
 class _Watched:
     path: str
@@ -213,6 +289,8 @@ class _Watched:
     is_dir: bool
     sig: FileSig = None
     dsig: DirSig | None = None
+    folder: Folder | None = None  # polled folders: the last listing
+    seen: bool = False  # polled folders: checked once
 
 
 class ChangeSource:
@@ -230,28 +308,85 @@ class ChangeSource:
         debounce_ms: int = 50,
         step_ms: int = 10,
         detect: Callable[[str | Path], FsInfo] = detect_fs,
+        cadence: Cadence | None = None,
+        probe: FsProbe | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
-        self.poll_interval_s = poll_interval_s
+        """`cadence` (default: `poll_interval_s` as the base interval, the plan's other defaults) says how
+        often polled paths are looked at and how many operations per second that may cost."""
         self.force_polling = force_polling
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
         self.detect = detect
+        self.clock = clock
+        self.wall = wall  # the clock of files' mtimes: how long a file seen at its first check was quiet
+        self.probe: FsProbe = probe if probe is not None else OsProbe()
+        self.plan = PollPlan(cadence or Cadence.scaled(poll_interval_s), clock())
         self._watched: dict[str, _Watched] = {}
         self._send, self._recv = anyio.create_memory_object_stream[set[str]](max_buffer_size=math.inf)
         self._wake_inotify = anyio.Event()
+        self._wake_poll = anyio.Event()
         self._stop_current: anyio.Event | None = None
         self._tg: TaskGroup | None = None
         self._current_roots: frozenset[str] = frozenset()
 
+    @property
+    def poll_interval_s(self) -> float:
+        """The base interval of polled paths (a changed file is looked at again after this)."""
+        return self.plan.cadence.base_s
+
+    @poll_interval_s.setter
+    def poll_interval_s(self, value: float) -> None:
+        """A new base interval; the other intervals keep their values unless they would fall below it."""
+        c = self.plan.cadence
+        self.set_cadence(
+            dataclasses.replace(
+                c,
+                base_s=value,
+                max_s=max(c.max_s, value),
+                listing_s=max(c.listing_s, value),
+                progress_s=max(c.progress_s, value),
+                max_listing_s=max(c.max_listing_s, value),
+            )
+        )
+
+    def set_cadence(self, cadence: Cadence) -> None:
+        self.plan.set_cadence(cadence, self.clock())
+        self._wake_poll.set()
+
     # ---- the watched set ------------------------------------------------------------------------------
-    def add(self, path: str | Path, *, is_dir: bool = False) -> Mode:
-        """Watch a file (or, with is_dir, a folder's entries); it need not exist yet."""
+    def classify(self, path: str | Path) -> Mode:
+        """How `path` would be watched: polled on a shared filesystem (or when forced), else inotify."""
+        return "poll" if self.force_polling or self.detect(os.path.abspath(path)).shared else "inotify"
+
+    def add(
+        self,
+        path: str | Path,
+        *,
+        is_dir: bool = False,
+        mode: Mode | None = None,
+        group: Hashable = None,
+        progress: bool = False,
+    ) -> Mode:
+        """Watch a file (or, with is_dir, a folder's entries); it need not exist yet.
+
+        `mode` overrides the filesystem's verdict (a run whose folders are partly on a shared filesystem is
+        polled as a whole); `group` names the run the path belongs to, for `pause`/`resume`; a `progress`
+        file (status.json, metrics, TensorBoard) is polled on its own slower cadence.
+        """
         key = os.path.abspath(path)
         if key in self._watched:
             return self._watched[key].mode
-        mode: Mode = "poll" if self.force_polling or self.detect(key).shared else "inotify"
+        mode = mode or self.classify(key)
         w = _Watched(key, mode, is_dir)
-        if is_dir:
+        if mode == "poll":
+            # no I/O here: the first check (soon, within the budget) reports the path if it exists
+            w.sig = _UNSEEN
+            kind: Kind = "listing" if is_dir else "progress" if progress else "file"
+            self.plan.add(key, group, kind, self.clock(), cost=FILE_CHECK_OPS)
+            self._wake_poll.set()
+        elif is_dir:
             w.dsig = dir_signature(key)
         else:
             w.sig = file_signature(key)
@@ -262,13 +397,47 @@ class ChangeSource:
         return mode
 
     def remove(self, path: str | Path) -> None:
-        w = self._watched.pop(os.path.abspath(path), None)
+        key = os.path.abspath(path)
+        w = self._watched.pop(key, None)
         if w is not None and w.mode == "inotify":
             self._reroot()
+        elif w is not None:
+            self.plan.remove(key)
+
+    def pause(self, group: Hashable) -> None:
+        """The group's job is pending: its polled paths are not looked at (no cost) until `resume`."""
+        self.plan.pause(group)
+
+    def resume(self, group: Hashable) -> None:
+        self.plan.resume(group, self.clock())
+        self._wake_poll.set()
+
+    def forget_group(self, group: Hashable) -> None:
+        """The group's run is no longer watched: drop its polled paths and its pause."""
+        for key in [k for k, t in self.plan.targets.items() if t.owner == group]:
+            self.remove(key)
+        self.plan.remove_owner(group)
+
+    def charge(self, ops: float) -> None:
+        """Operations made on polled paths outside the plan (reads after a change): paid from the budget."""
+        self.plan.charge(ops, self.clock())
+
+    def load(self) -> PollLoad:
+        return self.plan.load(self.clock())
 
     def mode(self, path: str | Path) -> Mode | None:
         w = self._watched.get(os.path.abspath(path))
         return w.mode if w else None
+
+    def signature(self, path: str | Path) -> FileSig:
+        """A polled file's (inode, size, mtime) at its last check; None if missing or not polled."""
+        w = self._watched.get(os.path.abspath(path))
+        return w.sig if w is not None and w.mode == "poll" and w.sig != _UNSEEN else None
+
+    def listing(self, path: str | Path) -> frozenset[str] | None:
+        """A polled folder's entry names at its last listing (None: not listed yet, missing, not polled)."""
+        w = self._watched.get(os.path.abspath(path))
+        return w.folder.names if w is not None and w.folder is not None else None
 
     @property
     def paths(self) -> frozenset[str]:
@@ -332,10 +501,13 @@ class ChangeSource:
 
     # ---- polling ---------------------------------------------------------------------------------------
     def sweep(self, mode: Mode | None = None) -> set[str]:
-        """Compare every watched path (of one mode) with its last signature; update and return the changed."""
+        """Compare every watched inotify path with its last signature; update and return the changed.
+
+        Polled paths are looked at by `poll_due`, when the plan says so, never all at once.
+        """
         changed: set[str] = set()
         for w in list(self._watched.values()):
-            if mode is not None and w.mode != mode:
+            if w.mode == "poll" or (mode is not None and w.mode != mode):
                 continue
             try:
                 changed |= self._check(w)
@@ -360,18 +532,103 @@ class ChangeSource:
         w.sig = sig
         return {w.path}
 
+    def poll_due(self, now: float | None = None) -> set[str]:
+        """Look at the polled paths the plan says are due (within the budget); the changed paths.
+
+        A changed file is reported as itself; a folder as its new or gone entries (itself at its first
+        look). A watched path that a listing shows appearing or going is looked at in the same round.
+        """
+        now = self.clock() if now is None else now
+        changed: set[str] = set()
+        due = self._take(now)
+        while due:
+            found = self._probe_all(due)
+            more = self._apply(found, now, changed)
+            due = self._take(now) if more else []
+        return changed
+
+    def _take(self, now: float) -> list[_Watched]:
+        out = []
+        for key in self.plan.take(now):
+            w = self._watched.get(key)
+            if w is None:
+                self.plan.observed(key, False, now)
+            else:
+                out.append(w)
+        return out
+
+    def _probe_all(self, due: list[_Watched]) -> list[tuple[_Watched, FileSig | Folder | OSError | None]]:
+        return [(w, self._probe(w)) for w in due]
+
+    def _probe(self, w: _Watched) -> FileSig | Folder | OSError | None:
+        """The filesystem calls for one polled path (in a worker thread: nothing is changed here)."""
+        try:
+            return self.probe.folder(w.path, w.folder) if w.is_dir else self.probe.file(w.path)
+        except OSError as exc:  # ESTALE, EIO on a flaky mount: retry at the next check
+            return exc
+
+    def _apply(
+        self, found: list[tuple[_Watched, FileSig | Folder | OSError | None]], now: float, changed: set[str]
+    ) -> bool:
+        """Record what the probes saw (on the event loop), add the changes to `changed`; True when a
+        listing hinted at watched paths, which the plan then puts first."""
+        hinted: list[str] = []
+        for w, result in found:
+            got: set[str] = set()
+            if isinstance(result, OSError):
+                log.warning("could not check watched path", path=w.path, error=str(result))
+            elif w.is_dir:
+                assert not isinstance(result, tuple)
+                got = self._folder_changes(w, result)
+                hinted += [p for p in got if p != w.path and p in self._watched and p not in changed]
+            else:
+                assert not isinstance(result, Folder)
+                first = w.sig == _UNSEEN
+                if result != w.sig and not (first and result is None):
+                    got = {w.path}  # a first check reports an existing file: the monitor reads its backlog
+                w.sig = result
+                if first:  # not a change for the plan: how long it has been quiet is told by its mtime
+                    since = None if result is None else now - max(0.0, self.wall() - result[2] / 1e9)
+                    self.plan.observed(w.path, False, now, quiet_since=since)
+                    changed |= got
+                    continue
+            self.plan.observed(w.path, bool(got), now)
+            changed |= got
+        self.plan.soon(hinted, now)
+        return bool(hinted)
+
+    def _folder_changes(self, w: _Watched, new: Folder | None) -> set[str]:
+        last, first = w.folder, not w.seen
+        w.seen = True
+        w.folder = new
+        if new is not None and new is not last:
+            self.plan.charge(LISTING_OPS, self.clock())  # the check paid for the open; the listing costs more
+        if new is None or last is None:
+            appeared_or_gone = new is not None or (last is not None and not first)
+            return {w.path} if appeared_or_gone else set()
+        return {os.path.join(w.path, n) for n in new.names ^ last.names}
+
     async def _poll_loop(self) -> None:
         while True:
-            started = anyio.current_time()
-            if any(w.mode == "poll" for w in self._watched.values()):
-                try:
-                    changed = await anyio.to_thread.run_sync(self.sweep, "poll")
-                except Exception as exc:  # never let one bad sweep stop the poller
-                    log.warning("polling sweep failed", error=str(exc))
-                    changed = set()
-                self._emit(changed)
-            elapsed = anyio.current_time() - started
-            await anyio.sleep(max(0.0, self.poll_interval_s - elapsed))
+            self._wake_poll = anyio.Event()
+            now = self.clock()
+            changed: set[str] = set()
+            due: list[_Watched] = []
+            try:
+                due = self._take(now)
+                while due:
+                    found = await anyio.to_thread.run_sync(self._probe_all, due)
+                    more = self._apply(found, now, changed)
+                    due = self._take(now) if more else []
+            except Exception as exc:  # never let one bad round stop the poller
+                log.warning("polling round failed", error=str(exc))
+                for w in due:  # taken but not recorded: back in the plan, or they would never be looked at
+                    self.plan.observed(w.path, False, now)
+            self._emit(changed)
+            now = self.clock()
+            delay = min(1.0, max(0.02, self.plan.next_wake(now) - now))
+            with anyio.move_on_after(delay):
+                await self._wake_poll.wait()
 
     # ---- inotify ---------------------------------------------------------------------------------------
     async def _inotify_loop(self) -> None:

@@ -166,6 +166,20 @@ def test_log_bytes_read_by_the_monitor_are_counted(tmp_path: Path) -> None:
     store.close()
 
 
+def test_the_polling_load_is_exported(tmp_path: Path) -> None:
+    built = daemon_with_history(tmp_path)
+    assert built.metrics is not None
+    built.monitor.changes.force_polling = True
+    for i in range(3):
+        built.monitor.changes.add(tmp_path / f"ray-worker-{i}.log")
+    built.monitor.note_load(1000.0)
+    value = built.metrics.registry.get_sample_value
+    assert value("shepherd_poll", {"what": "budget_ops_per_s"}) == built.settings.watch.poll_budget_ops_per_s
+    assert value("shepherd_poll", {"what": "files"}) == 3
+    assert value("shepherd_poll", {"what": "demand_ops_per_s"}) == 1.5  # three new files at the 2 s base
+    built.store.close()
+
+
 def test_a_taken_port_is_logged_and_the_textfile_still_written(tmp_path: Path) -> None:
     built = daemon_with_history(tmp_path)
     assert built.metrics is not None

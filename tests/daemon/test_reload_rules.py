@@ -59,10 +59,17 @@ def test_settings_reload_applies_new_cadences_and_keeps_the_old_on_a_bad_file(tm
     toml = root / "shepherd.toml"
     toml.write_text("[slurm]\npoll_interval_s = 3.0\n")
     built = build(Settings(root=root))
-    toml.write_text("[slurm]\npoll_interval_s = 7.5\n[watch]\npoll_interval_s = 0.5\n")
+    toml.write_text(
+        "[slurm]\npoll_interval_s = 7.5\n[watch]\npoll_interval_s = 0.5\npoll_budget_ops_per_s = 40\n"
+    )
     assert anyio.run(built.reloader.reload_now, "test").all_ok
     assert built.daemon.settings.slurm.poll_interval_s == 7.5
     assert built.monitor.changes.poll_interval_s == 0.5
+    assert built.monitor.changes.load().budget_ops_per_s == 40
+
+    toml.write_text("[watch]\npoll_interval_s = 5\npoll_max_interval_s = 2\n")  # a quiet file polled faster
+    assert not anyio.run(built.reloader.reload_now, "test").all_ok
+    assert built.monitor.changes.poll_interval_s == 0.5  # refused: the old cadence stays
 
     toml.write_text("[slurm]\npoll_interval_s = 'soon'\n")
     assert not anyio.run(built.reloader.reload_now, "test").all_ok

@@ -8,6 +8,7 @@ Both our ray.sub and NeMo RL's write `$BASE_LOG_DIR/<jobid>-logs/` (after a Slur
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import time
 from collections.abc import Iterable
@@ -67,6 +68,16 @@ def log_dirs(base: Path, job_id: str) -> list[Path]:
     if not base.is_dir():
         return []
     return sorted(p for p in base.glob(f"{job_id}-*logs") if _job_of(p.name) == job_id)
+
+
+def log_dir_names(names: Iterable[str], job_id: str) -> list[str]:
+    """`log_dirs` over a listing already made (the poller's, on a shared filesystem): no I/O."""
+    return sorted(n for n in names if fnmatch.fnmatchcase(n, f"{job_id}-*logs") and _job_of(n) == job_id)
+
+
+def log_file_names(names: Iterable[str]) -> list[str]:
+    """The Ray logs among a log folder's entries."""
+    return sorted(n for n in names if fnmatch.fnmatchcase(n, LOG_GLOB))
 
 
 def _job_of(name: str) -> str | None:

@@ -39,6 +39,32 @@ def boottime() -> float:
     return time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
+def machine_identity() -> str:
+    """This boot of this machine and our pid namespace: where a pid names one process ("" if unknown)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot}/{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return ""
+
+
+def holder_gone(record: LeaseRecord | None, machine: str, own_pid: int) -> bool:
+    """Whether the holder is certainly dead: recorded on this boot and pid namespace, and its pid is free.
+
+    Only then can a restarted daemon take over without waiting out the ttl (a SIGKILL leaves no release). A
+    reused pid, another host, another container or an unknown machine all read as alive: waiting is safe.
+    """
+    if record is None or record.released or not machine or record.machine != machine or record.pid == own_pid:
+        return False
+    try:
+        os.kill(record.pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # it exists (EPERM: another user's process)
+    return False
+
+
 class NotLeader(Exception):
     """This process does not hold the root's lease (any more): it must not act or write."""
 
@@ -65,6 +91,7 @@ class Lease:
         self.host = host or socket.gethostname()
         self.pid = pid if pid is not None else os.getpid()
         self.nonce = secrets.token_hex(8)
+        self.machine = machine_identity()
         self.clock = clock
         self.wall = wall
         self.generation: int | None = None
@@ -84,7 +111,8 @@ class Lease:
     def try_acquire(self) -> str | None:
         """One look at the lease: None if it is ours now, else why we wait (who holds it)."""
         newest_seq, newest = self.folder.newest()
-        step = standby_step(newest, newest_seq, self._seen, self.clock(), self.ttl_s)
+        gone = holder_gone(newest, self.machine, self.pid)
+        step = standby_step(newest, newest_seq, self._seen, self.clock(), self.ttl_s, holder_gone=gone)
         if isinstance(step, Wait):
             self._seen = step.seen
             return step.why
@@ -122,6 +150,7 @@ class Lease:
             ttl_s=self.ttl_s,
             renewed_at=now,
             acquired_at=now if fresh else self.acquired_at,
+            machine=self.machine,
         )
         if not self.folder.create(record):
             return False
@@ -236,6 +265,7 @@ class Lease:
             now,
             self.acquired_at,
             True,
+            self.machine,
         )
         try:
             if self.folder.create(rec):

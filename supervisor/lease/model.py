@@ -27,6 +27,7 @@ class LeaseRecord:
     renewed_at: float  # wall clock, for display only
     acquired_at: float  # wall clock, when this generation began
     released: bool = False
+    machine: str = ""  # this boot of this machine and the holder's pid namespace ("": unknown)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -46,6 +47,7 @@ class LeaseRecord:
                 renewed_at=float(data["renewed_at"]),
                 acquired_at=float(data["acquired_at"]),
                 released=bool(data.get("released", False)),
+                machine=str(data.get("machine", "")),
             )
         except (ValueError, KeyError, TypeError):
             return None
@@ -81,19 +83,26 @@ class Wait:
 
 
 def standby_step(
-    newest: LeaseRecord | None, newest_seq: int, seen: Seen | None, now: float, ttl_s: float
+    newest: LeaseRecord | None,
+    newest_seq: int,
+    seen: Seen | None,
+    now: float,
+    ttl_s: float,
+    *,
+    holder_gone: bool = False,
 ) -> Claim | Wait:
     """What a standby does after looking at the lease folder once.
 
     `newest_seq` is the highest file found (0: none), `newest` its record (None: no file, or one still being
-    written or unreadable, which counts as a live renewal). A released lease or an empty folder is taken at
-    once; otherwise the standby waits until the same seq has been the newest for `ttl_s` of its own clock
-    (using the longer of its own and the holder's ttl).
+    written or unreadable, which counts as a live renewal). A released lease, an empty folder, or a holder
+    known to be gone (`holder_gone`: its process no longer exists on this very machine, e.g. a daemon
+    SIGKILLed and restarted by systemd) is taken at once; otherwise the standby waits until the same seq
+    has been the newest for `ttl_s` of its own clock (using the longer of its own and the holder's ttl).
     """
     if newest_seq == 0:
         return Claim(1, 1)
     generation = newest.generation if newest is not None else newest_seq
-    if newest is not None and newest.released:
+    if newest is not None and (newest.released or holder_gone):
         return Claim(newest_seq + 1, generation + 1)
     if seen is None or seen.seq != newest_seq:
         seen = Seen(newest_seq, now)

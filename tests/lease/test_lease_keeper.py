@@ -159,3 +159,34 @@ def test_fencing_while_the_renewer_runs_never_mistakes_its_own_record_for_a_take
         assert a.lost is None and a.generation == 1
     finally:
         a.release()
+
+
+def test_a_daemon_restarted_after_a_sigkill_takes_over_at_once_from_its_dead_predecessor(
+    tmp_path: Path,
+) -> None:
+    """Same machine, same pid namespace, and the holder's pid is free: no release was written (SIGKILL), but
+    nothing can act for it any more, so its successor does not wait out the ttl."""
+    import subprocess
+    import sys
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # reaped: its pid is free
+    clock = Clock()
+    killed, restarted = lease(tmp_path, clock, dead.pid), lease(tmp_path, clock, 1_000_000_000)
+    assert killed.try_acquire() is None
+    assert restarted.try_acquire() is None and restarted.generation == 2
+
+
+def test_a_live_holder_or_one_recorded_on_another_machine_is_waited_for(tmp_path: Path) -> None:
+    import os
+
+    clock = Clock()
+    alive = lease(tmp_path, clock, os.getpid())  # this very process: certainly alive
+    assert alive.try_acquire() is None
+    other = lease(tmp_path, clock, 1_000_000_001)
+    assert other.try_acquire() is not None  # waits for the ttl
+    elsewhere = lease(tmp_path / "b", clock, 1_000_000_002)
+    elsewhere.machine = "another-boot/1"
+    assert elsewhere.try_acquire() is None
+    successor = lease(tmp_path / "b", clock, 1_000_000_003)
+    assert successor.try_acquire() is not None  # pid 1_000_000_002 is free here, but it lived elsewhere

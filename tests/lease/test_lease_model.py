@@ -80,3 +80,8 @@ def test_the_cli_hands_commands_over_only_to_a_holder_that_renewed_within_its_tt
     assert not looks_held(rec(3, 1, renewed_at=1000.0), now_wall=1011.0)  # silent: watched for the ttl
     assert not looks_held(rec(3, 1, released=True), now_wall=1000.5)  # released: the CLI may take it
     assert not looks_held(None, now_wall=1000.0)  # no daemon ever held it
+
+
+def test_a_holder_known_to_be_gone_is_taken_over_at_once_not_after_the_ttl() -> None:
+    assert isinstance(standby_step(rec(7, 3), 7, None, now=5.0, ttl_s=10), Wait)
+    assert standby_step(rec(7, 3), 7, None, now=5.0, ttl_s=10, holder_gone=True) == Claim(8, 4)

@@ -217,6 +217,15 @@ class Actions:
         if attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
             self.store.set_decision_outcome(decision_id, "ignored: a newer attempt exists")
             return
+        if m.category == "completed" and run.state in (
+            RunState.BACKOFF,
+            RunState.QUEUED,
+            RunState.SUBMITTING,
+        ):
+            # A rule already sent this attempt back (a rollback decided while the job was finishing): its
+            # COMPLETED end must not complete the run before the next attempt is even submitted.
+            self.store.set_decision_outcome(decision_id, "ignored: the next attempt is already decided")
+            return
         crash_point("after-decision")
         await self._act(run, attempt, m, spec, decision_id)
 

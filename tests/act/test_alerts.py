@@ -296,3 +296,21 @@ def test_a_validation_regression_alerts_naming_the_best_checkpoint_and_changes_n
     assert "validation regressed" in notice.title and "from its best 0.71" in notice.title
     assert "the best checkpoint to resume from is step_20 (val:accuracy 0.71)" in notice.title
     assert notice.title.endswith("— alert only: nothing was changed")
+
+
+def test_a_completion_after_a_rollback_was_decided_does_not_complete_the_run(
+    tmp_path: Path, rs: RuleSet
+) -> None:
+    """The job finished while its NaN rollback was being decided: the run waits for the next attempt (the
+    scheduler has it in BACKOFF), so the old attempt's COMPLETED end is noted and ignored."""
+    w = World(tmp_path)
+    w.store.set_run_state("r1", RunState.BACKOFF)  # what the scheduler does with the rollback's resume
+    ended = StateEvent("r1", 1, "77", JobState.COMPLETED, "", 0, None, "node1", at=NOW)
+    (m,) = [m for m in feed(rs, MatcherState(run_id="r1", attempt=1), ended) if not m.followup]
+    assert m.category == "completed"
+    run, attempt = w.store.get_run("r1"), w.store.get_attempt("r1", 1)
+    assert run is not None and attempt is not None
+    anyio.run(w.actions.on_match, run, attempt, m)
+    assert w.state == RunState.BACKOFF
+    (d,) = w.store.decisions("r1")
+    assert d.outcome == "ignored: the next attempt is already decided"

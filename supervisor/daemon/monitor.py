@@ -267,8 +267,14 @@ class Monitor:
         return tracker
 
     def record_marks(self, w: AttemptWatch, ops: list[MarkOp]) -> None:
-        """Write the attempt's new timeline marks (microsecond SQLite calls)."""
+        """Write the attempt's new timeline marks (microsecond SQLite calls).
+
+        An ended attempt's files are drained for a while, but the trainer's status, metrics and event files
+        are shared with the next attempt: a step or mark dated after this attempt ended is the next one's.
+        """
         for op in ops:
+            if isinstance(op, (Step, Mark)) and w.ended_at is not None and op.at > w.ended_at:
+                continue
             if isinstance(op, Step):
                 self.store.record_step(w.run_id, w.n, op.step, op.at, op.reward)
             elif isinstance(op, Mark):

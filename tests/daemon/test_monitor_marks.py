@@ -94,3 +94,34 @@ def test_the_monitor_records_ray_up_steps_rewards_and_stretches_of_a_resumed_att
         ("checkpoint", t0 + 46, None, 11),
     ]
     store.close()
+
+
+def test_an_ended_attempt_still_drained_takes_no_steps_the_next_attempt_writes(tmp_path: Path) -> None:
+    """Attempt 1 crashed at step 11; while its files are drained, attempt 2 (resumed from step 10) writes to
+    the same metrics.jsonl and status.json: those steps are attempt 2's, never attempt 1's."""
+    logs = tmp_path / "trainer-logs"
+    (logs / "exp_001").mkdir(parents=True)
+    built = build(Settings(root=tmp_path / "root"))
+    store = built.store
+    spec = {"name": "toy", "command": ["true"], "trainer_log_dir": str(logs)}
+    store.create_run(RUN, "toy", json.dumps(spec), "spec.yaml")
+    store.begin_attempt(RUN, lambda n: f"t{n}", {})
+    store.attempt_submitted(RUN, 1, "4242")
+    attempt, run = store.get_attempt(RUN, 1), store.get_run(RUN)
+    assert attempt is not None and run is not None
+    t0 = attempt.intent_at
+    clock = Clock(t0 + 30)
+    monitor = Monitor(store, built.settings, built.actions, built.heartbeats, clock=clock)
+    metrics = logs / "exp_001" / "metrics.jsonl"
+    row = {"train/reward_mean": 0.5}
+    metrics.write_text("".join(json.dumps({"step": s, "time": t0 + s, **row}) + "\n" for s in range(1, 12)))
+    w = monitor.watch_for(run, attempt)
+    assert w is not None
+    monitor.read_trainer(w)
+    w.ended_at = clock.now = t0 + 40  # the job ended; its files are drained a while longer
+    with metrics.open("a") as fh:
+        fh.write("".join(json.dumps({"step": s, "time": t0 + 50 + s, **row}) + "\n" for s in range(11, 15)))
+    write_status(logs, phase="generating", step=14, started_at=t0 + 45, last_progress_at=t0 + 64)
+    clock.now = t0 + 65
+    monitor.read_trainer(w)
+    assert sorted(s.step for s in store.steps(RUN) if s.attempt == 1) == list(range(1, 12))

@@ -605,7 +605,12 @@ class Monitor:
                     w.progress["status"] = dict(pev.detail)
                     self.record_marks(w, w.marks.status(pev.detail, now))
         if w.spec.trainer_log_dir is not None:
-            events = self.read_metrics(w, w.spec.trainer_log_dir, now)
+            # The metrics file and event files are shared by a run's attempts: rows dated before this attempt
+            # was even submitted are the last attempt's, written as it died (a NaN step the rollback already
+            # answered). They are not this attempt's to be judged by.
+            # (A row without its own time is stamped `now`, as in _mark_metric_steps: it is kept.)
+            read = self.read_metrics(w, w.spec.trainer_log_dir, now)
+            events = [e for e in read if e.at == now or e.at >= w.marks.not_before]
             for mev in events:
                 out += feed(w.rules, w.state, mev)
             self._mark_metric_steps(w, events, now)

@@ -125,3 +125,29 @@ def test_an_ended_attempt_still_drained_takes_no_steps_the_next_attempt_writes(t
     clock.now = t0 + 65
     monitor.read_trainer(w)
     assert sorted(s.step for s in store.steps(RUN) if s.attempt == 1) == list(range(1, 12))
+
+
+def test_rows_the_last_attempt_wrote_as_it_died_are_not_the_new_attempts(tmp_path: Path) -> None:
+    """The rolled-back attempt's predecessor logged a NaN loss at step 34 while it was being cancelled; the
+    new attempt reads on in the shared metrics.jsonl and must not be judged (or shown) by that row."""
+    logs = tmp_path / "trainer-logs"
+    (logs / "exp_001").mkdir(parents=True)
+    built = build(Settings(root=tmp_path / "root"))
+    store = built.store
+    spec = {"name": "toy", "command": ["true"], "trainer_log_dir": str(logs)}
+    store.create_run(RUN, "toy", json.dumps(spec), "spec.yaml")
+    store.begin_attempt(RUN, lambda n: f"t{n}", {})
+    store.attempt_submitted(RUN, 1, "4242")
+    attempt, run = store.get_attempt(RUN, 1), store.get_run(RUN)
+    assert attempt is not None and run is not None
+    t0 = attempt.intent_at
+    monitor = Monitor(store, built.settings, built.actions, built.heartbeats, clock=Clock(t0 + 30))
+    metrics = logs / "exp_001" / "metrics.jsonl"
+    metrics.write_text(json.dumps({"step": 34, "time": t0 - 5, "train/loss": float("nan")}) + "\n")
+    w = monitor.watch_for(run, attempt)
+    assert w is not None
+    assert monitor.read_trainer(w) == [] and "metrics" not in w.progress
+    with metrics.open("a") as fh:
+        fh.write(json.dumps({"step": 33, "time": t0 + 20, "train/loss": 0.5}) + "\n")
+    monitor.read_trainer(w)
+    assert w.progress["metrics"]["train:loss"] == 0.5  # type: ignore[index]

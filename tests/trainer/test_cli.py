@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from trainer.__main__ import main
+
+
+@pytest.fixture(autouse=True)
+def structlog_as_it_was() -> Iterator[None]:
+    """main() points structlog at this test's captured stderr, closed afterwards: no later test logs there."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
 
 
 def test_an_override_after_resume_from_is_read_not_refused(

@@ -217,11 +217,7 @@ class Actions:
         if attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
             self.store.set_decision_outcome(decision_id, "ignored: a newer attempt exists")
             return
-        if m.category == "completed" and run.state in (
-            RunState.BACKOFF,
-            RunState.QUEUED,
-            RunState.SUBMITTING,
-        ):
+        if m.category == "completed" and run.state.next_attempt_pending:
             # A rule already sent this attempt back (a rollback decided while the job was finishing): its
             # COMPLETED end must not complete the run before the next attempt is even submitted.
             self.store.set_decision_outcome(decision_id, "ignored: the next attempt is already decided")
@@ -599,7 +595,7 @@ class Actions:
     ) -> None:
         """An attempt ended and no rule claimed it: completed is done; anything else waits for a human."""
         run = self.store.get_run(run.id) or run
-        if run.state.is_final or run.state in (RunState.BACKOFF, RunState.QUEUED, RunState.SUBMITTING):
+        if run.state.is_final or run.state.next_attempt_pending:
             return
         if attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
             return
@@ -640,11 +636,7 @@ class Actions:
     ) -> None:
         """Stop and wait for a human: the run FAILED, then the alert and the outcome together."""
         run = self.store.get_run(run.id) or run
-        if not run.state.is_final and run.state not in (
-            RunState.BACKOFF,
-            RunState.QUEUED,
-            RunState.SUBMITTING,
-        ):
+        if not run.state.is_final and not run.state.next_attempt_pending:
             self.store.set_run_state(
                 run.id, RunState.FAILED, reason=reason, event=("failed", reason, {}), attempt=attempt.n
             )

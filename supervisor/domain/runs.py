@@ -35,6 +35,11 @@ class RunState(StrEnum):
             RunState.LOST,
         }
 
+    @property
+    def next_attempt_pending(self) -> bool:
+        """The run's next attempt is decided but not yet a job: the last attempt's end settles nothing."""
+        return self in {RunState.QUEUED, RunState.SUBMITTING, RunState.BACKOFF}
+
 
 class AttemptState(StrEnum):
     INTENT = "INTENT"  # written before sbatch

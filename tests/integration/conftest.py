@@ -167,32 +167,8 @@ def slurm_cluster_2nodes(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
     """Two slurmd, the second in a network namespace, each with its own address (a real 2-node allocation)."""
     if shutil.which("ip") is None or shutil.which("nsenter") is None:
         pytest.skip("iproute2 (ip netns) or nsenter is missing: no second node")
-    saved = {k: os.environ.get(k) for k in PRIVATE_2NODE_ENV}
-    os.environ.update(PRIVATE_2NODE_ENV)
-    down_env = {**os.environ}
-
-    def down() -> None:
-        subprocess.run([str(DEV_CLUSTER), "down", "--wipe"], env=down_env, capture_output=True, timeout=120)
-
-    try:
-        cluster = _bring_up(("--nodes", "2"))
-        cluster.env.update(PRIVATE_2NODE_ENV)
-    except BaseException:
-        down()
-        raise
-    finally:
-        # The rest of the session (and what it starts from os.environ) keeps talking to the shared cluster:
-        # 2-node tests use `cluster.env`.
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        _use_in_process(slurm_cluster.process_env)
-    try:
+    with private_cluster(slurm_cluster, PRIVATE_2NODE_ENV, "--nodes", "2") as cluster:
         yield cluster
-    finally:
-        down()
 
 
 @pytest.fixture

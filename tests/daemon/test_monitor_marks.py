@@ -96,58 +96,53 @@ def test_the_monitor_records_ray_up_steps_rewards_and_stretches_of_a_resumed_att
     store.close()
 
 
+class Watched:
+    """One submitted attempt whose trainer writes metrics.jsonl, watched by a monitor on a fake clock."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.logs = tmp_path / "trainer-logs"
+        (self.logs / "exp_001").mkdir(parents=True)
+        built = build(Settings(root=tmp_path / "root"))
+        self.store = built.store
+        spec = {"name": "toy", "command": ["true"], "trainer_log_dir": str(self.logs)}
+        self.store.create_run(RUN, "toy", json.dumps(spec), "spec.yaml")
+        self.store.begin_attempt(RUN, lambda n: f"t{n}", {})
+        self.store.attempt_submitted(RUN, 1, "4242")
+        attempt, run = self.store.get_attempt(RUN, 1), self.store.get_run(RUN)
+        assert attempt is not None and run is not None
+        self.t0 = attempt.intent_at
+        self.clock = Clock(self.t0 + 30)
+        self.monitor = Monitor(self.store, built.settings, built.actions, built.heartbeats, clock=self.clock)
+        w = self.monitor.watch_for(run, attempt)
+        assert w is not None
+        self.w = w
+
+    def append(self, *rows: dict[str, float]) -> None:
+        with (self.logs / "exp_001" / "metrics.jsonl").open("a") as fh:
+            fh.write("".join(json.dumps(r) + "\n" for r in rows))
+
+
 def test_an_ended_attempt_still_drained_takes_no_steps_the_next_attempt_writes(tmp_path: Path) -> None:
     """Attempt 1 crashed at step 11; while its files are drained, attempt 2 (resumed from step 10) writes to
     the same metrics.jsonl and status.json: those steps are attempt 2's, never attempt 1's."""
-    logs = tmp_path / "trainer-logs"
-    (logs / "exp_001").mkdir(parents=True)
-    built = build(Settings(root=tmp_path / "root"))
-    store = built.store
-    spec = {"name": "toy", "command": ["true"], "trainer_log_dir": str(logs)}
-    store.create_run(RUN, "toy", json.dumps(spec), "spec.yaml")
-    store.begin_attempt(RUN, lambda n: f"t{n}", {})
-    store.attempt_submitted(RUN, 1, "4242")
-    attempt, run = store.get_attempt(RUN, 1), store.get_run(RUN)
-    assert attempt is not None and run is not None
-    t0 = attempt.intent_at
-    clock = Clock(t0 + 30)
-    monitor = Monitor(store, built.settings, built.actions, built.heartbeats, clock=clock)
-    metrics = logs / "exp_001" / "metrics.jsonl"
-    row = {"train/reward_mean": 0.5}
-    metrics.write_text("".join(json.dumps({"step": s, "time": t0 + s, **row}) + "\n" for s in range(1, 12)))
-    w = monitor.watch_for(run, attempt)
-    assert w is not None
-    monitor.read_trainer(w)
-    w.ended_at = clock.now = t0 + 40  # the job ended; its files are drained a while longer
-    with metrics.open("a") as fh:
-        fh.write("".join(json.dumps({"step": s, "time": t0 + 50 + s, **row}) + "\n" for s in range(11, 15)))
-    write_status(logs, phase="generating", step=14, started_at=t0 + 45, last_progress_at=t0 + 64)
-    clock.now = t0 + 65
-    monitor.read_trainer(w)
-    assert sorted(s.step for s in store.steps(RUN) if s.attempt == 1) == list(range(1, 12))
+    a = Watched(tmp_path)
+    t0 = a.t0
+    a.append(*({"step": s, "time": t0 + s, "train/reward_mean": 0.5} for s in range(1, 12)))
+    a.monitor.read_trainer(a.w)
+    a.w.ended_at = a.clock.now = t0 + 40  # the job ended; its files are drained a while longer
+    a.append(*({"step": s, "time": t0 + 50 + s, "train/reward_mean": 0.5} for s in range(11, 15)))
+    write_status(a.logs, phase="generating", step=14, started_at=t0 + 45, last_progress_at=t0 + 64)
+    a.clock.now = t0 + 65
+    a.monitor.read_trainer(a.w)
+    assert sorted(s.step for s in a.store.steps(RUN) if s.attempt == 1) == list(range(1, 12))
 
 
 def test_rows_the_last_attempt_wrote_as_it_died_are_not_the_new_attempts(tmp_path: Path) -> None:
     """The rolled-back attempt's predecessor logged a NaN loss at step 34 while it was being cancelled; the
     new attempt reads on in the shared metrics.jsonl and must not be judged (or shown) by that row."""
-    logs = tmp_path / "trainer-logs"
-    (logs / "exp_001").mkdir(parents=True)
-    built = build(Settings(root=tmp_path / "root"))
-    store = built.store
-    spec = {"name": "toy", "command": ["true"], "trainer_log_dir": str(logs)}
-    store.create_run(RUN, "toy", json.dumps(spec), "spec.yaml")
-    store.begin_attempt(RUN, lambda n: f"t{n}", {})
-    store.attempt_submitted(RUN, 1, "4242")
-    attempt, run = store.get_attempt(RUN, 1), store.get_run(RUN)
-    assert attempt is not None and run is not None
-    t0 = attempt.intent_at
-    monitor = Monitor(store, built.settings, built.actions, built.heartbeats, clock=Clock(t0 + 30))
-    metrics = logs / "exp_001" / "metrics.jsonl"
-    metrics.write_text(json.dumps({"step": 34, "time": t0 - 5, "train/loss": float("nan")}) + "\n")
-    w = monitor.watch_for(run, attempt)
-    assert w is not None
-    assert monitor.read_trainer(w) == [] and "metrics" not in w.progress
-    with metrics.open("a") as fh:
-        fh.write(json.dumps({"step": 33, "time": t0 + 20, "train/loss": 0.5}) + "\n")
-    monitor.read_trainer(w)
-    assert w.progress["metrics"]["train:loss"] == 0.5  # type: ignore[index]
+    a = Watched(tmp_path)
+    a.append({"step": 34, "time": a.t0 - 5, "train/loss": float("nan")})
+    assert a.monitor.read_trainer(a.w) == [] and "metrics" not in a.w.progress
+    a.append({"step": 33, "time": a.t0 + 20, "train/loss": 0.5})
+    a.monitor.read_trainer(a.w)
+    assert a.w.progress["metrics"]["train:loss"] == 0.5  # type: ignore[index]

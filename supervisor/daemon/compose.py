@@ -14,6 +14,7 @@ import watchfiles
 from supervisor.act.actions import Actions
 from supervisor.act.checkpoints import resolve_checkpoint_for_run
 from supervisor.act.control import Controller, DaemonRunControl
+from supervisor.act.forensics import JobForensics
 from supervisor.daemon.loops import DAEMON_THREAD, Daemon, Task
 from supervisor.daemon.metrics import MetricsExporter, StoreCollector
 from supervisor.daemon.monitor import Monitor
@@ -94,7 +95,15 @@ def build(
         if outbox is not None
         else None
     )
-    actions = Actions(store, slurm, StoreScheduler(store, wakeups), sink, settings, clock=clock)
+    forensics = JobForensics(
+        slurm,
+        settings.runs_dir,
+        timeout_s=settings.forensics.timeout_s,
+        python=str(settings.python) if settings.python else "python3",
+    )
+    actions = Actions(
+        store, slurm, StoreScheduler(store, wakeups), sink, settings, clock=clock, forensics=forensics
+    )
     monitor = Monitor(store, settings, actions, heartbeats, clock=clock)
 
     def reload_settings() -> None:
@@ -130,6 +139,7 @@ def build(
     tasks = [
         Task(Monitor.LOOP, monitor.run, Monitor.ALLOWANCE_S),
         *([Task("slack", slack.run)] if slack is not None else []),
+        Task("forensics", actions.run_forensics),
         Task("reloader", reloader.run),
         Task("rules-files", watch_rules_files),
     ]

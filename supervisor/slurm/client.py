@@ -102,7 +102,13 @@ class SlurmClient:
         return str(self.bin_dir / name) if self.bin_dir else name
 
     async def _run(
-        self, argv: list[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None
+        self,
+        argv: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        timeout_s: float | None = None,
+        what: str = "",
     ) -> subprocess.CompletedProcess[bytes]:
         name = Path(argv[0]).name
         self.stats.count(name)
@@ -112,13 +118,14 @@ class SlurmClient:
         started = time.monotonic()
         outcome = "error"
         try:
-            with anyio.fail_after(self.timeout_s):
+            limit = self.timeout_s if timeout_s is None else timeout_s
+            with anyio.fail_after(limit):
                 proc = await anyio.run_process(argv, env=base, cwd=cwd, check=False)
             outcome = "ok" if proc.returncode == 0 else "error"
             return proc
         except TimeoutError as exc:
             outcome = "timeout"
-            raise SlurmUnavailable(f"{name} did not answer within {self.timeout_s:.0f}s") from exc
+            raise SlurmUnavailable(f"{what or name} did not answer within {limit:.0f}s") from exc
         except OSError as exc:
             raise SlurmUnavailable(f"could not run {argv[0]}: {exc}") from exc
         finally:
@@ -192,6 +199,33 @@ class SlurmClient:
         if proc.returncode != 0:
             raise self._fail(argv, proc)
         return proc.stdout.decode(errors="replace").strip()
+
+    async def hostnames(self, nodelist: str) -> list[str]:
+        """`node[1-2]` -> `node1`, `node2` (Slurm's own expansion: `scontrol show hostnames`)."""
+        if not nodelist.strip():
+            return []
+        argv = [self._exe("scontrol"), "show", "hostnames", nodelist]
+        proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        return proc.stdout.decode(errors="replace").split()
+
+    async def run_in_job(
+        self, job_id: str, node: str, argv: list[str], *, timeout_s: float
+    ) -> subprocess.CompletedProcess[bytes]:
+        """One task of `argv` on `node` inside the running job, beside its steps (`srun --overlap`), killed
+        after `timeout_s`: what act/forensics.py uses to look inside a hung job before it is cancelled."""
+        full = [
+            self._exe("srun"),
+            "--overlap",
+            f"--jobid={job_id}",
+            f"--nodelist={node}",
+            "--nodes=1",
+            "--ntasks=1",
+            "--quiet",
+            *argv,
+        ]
+        return await self._run(full, timeout_s=timeout_s, what=f"srun on {node}")
 
     async def show_job(self, job_id: str) -> dict[str, str]:
         """`scontrol show job` of one job (its state, user, work dir, output file...)."""

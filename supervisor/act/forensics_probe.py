@@ -98,21 +98,28 @@ def _run(argv: list[str], timeout: float) -> tuple[int | None, str, str]:
         return None, "", str(exc)
 
 
-def _beside(pid: int, cmd: list[str], tool: str) -> str | None:
-    """`tool` in the bin/ of the process's own Python (the job's venv: argv[0], from the process's cwd)."""
+def _bin_dir(pid: int, cmd: list[str], env: dict[str, str]) -> str | None:
+    """The bin/ of the process's own Python (the job's venv): argv[0] from its cwd, or found on its PATH."""
     if not cmd or cmd[0].startswith("ray::"):
         return None
-    try:
-        exe = os.path.join(os.readlink(f"/proc/{pid}/cwd"), cmd[0])
-    except OSError:
-        return None
-    near = os.path.join(os.path.dirname(exe), tool)
-    return near if os.path.isfile(near) and os.access(near, os.X_OK) else None
+    if "/" in cmd[0]:
+        try:
+            return os.path.dirname(os.path.join(os.readlink(f"/proc/{pid}/cwd"), cmd[0]))
+        except OSError:
+            return None
+    for d in env.get("PATH", "").split(":"):
+        if d and os.path.isfile(os.path.join(d, cmd[0])):
+            return d
+    return None
 
 
-def _py_spy(pid: int, cmd: list[str]) -> str | None:
-    """py-spy beside the process's own Python, else on PATH."""
-    return _beside(pid, cmd, "py-spy") or shutil.which("py-spy")
+def _tool(name: str, dirs: list[str]) -> str | None:
+    """`name` beside the job's own Pythons (where the job's packages are), else on this probe's PATH."""
+    for d in dirs:
+        path = os.path.join(d, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return shutil.which(name)
 
 
 def _catches(pid: int, sig: int) -> bool:
@@ -122,8 +129,7 @@ def _catches(pid: int, sig: int) -> bool:
     return False
 
 
-def stacks(pid: int, cmd: list[str], env: dict[str, str], timeout: float) -> dict[str, object]:
-    spy = _py_spy(pid, cmd)
+def stacks(pid: int, env: dict[str, str], spy: str | None, timeout: float) -> dict[str, object]:
     why = "py-spy not installed where the job runs"
     if spy:
         rc, out, err = _run([spy, "dump", "--json", "--pid", str(pid)], timeout)
@@ -167,22 +173,29 @@ def stacks(pid: int, cmd: list[str], env: dict[str, str], timeout: float) -> dic
 def main() -> None:
     job_id = sys.argv[1]
     timeout = float(sys.argv[2]) if len(sys.argv) > 2 else 10.0
+    found = job_processes(job_id)
+    dirs = list(dict.fromkeys(d for pid, cmd, env in found if (d := _bin_dir(pid, cmd, env))))
+    spy = _tool("py-spy", dirs)
     procs = []
-    for pid, cmd, env in job_processes(job_id):
+    for pid, cmd, env in found:
         rec: dict[str, object] = {
             "pid": pid,
             "cmdline": cmd[:8],
             "rank": env.get("RANK") or env.get("SLURM_PROCID"),
         }
-        rec.update(stacks(pid, cmd, env, timeout))
+        rec.update(stacks(pid, env, spy, timeout))
         procs.append(rec)
     scope = _read("/proc/sys/kernel/yama/ptrace_scope", 16).decode().strip() or None
-    out: dict[str, object] = {"node": socket.gethostname(), "processes": procs, "ptrace_scope": scope}
+    out: dict[str, object] = {
+        "node": socket.gethostname(),
+        "processes": procs,
+        "ptrace_scope": scope,
+        "py_spy": spy,
+    }
     if shutil.which("nvidia-smi"):
         _, text, err = _run(["nvidia-smi"], timeout)
         out["nvidia_smi"] = text or err
-    found = [_beside(pid, cmd, "ray") for pid, cmd, _ in job_processes(job_id)]
-    ray = next((r for r in found if r), None) or shutil.which("ray")
+    ray = _tool("ray", dirs)
     if ray:
         _, text, err = _run([ray, "status"], timeout)
         out["ray_status"] = text or err

@@ -162,6 +162,7 @@ class Rhythm:
     step: float | None = None  # the step counter now
     warm: bool = False  # start-up is over: the attempt completed a step
     positions: dict[str, Position] = field(default_factory=dict)  # key -> where it last was
+    fine: bool = False  # the trainer reports its phases (status.json): banners open no phase of their own
 
     def begin(self, attempt: int, at: float) -> None:
         """A new attempt starts (its job RUNNING at `at`): start-up again; what was learnt stays."""
@@ -174,6 +175,7 @@ class Rhythm:
         self.step = None
         self.warm = False
         self.positions = {}
+        self.fine = False
 
     def observe(self, attempt: int, key: str, value: float, detail: dict[str, object], at: float) -> bool:
         """One progress observation; True when it was a beat (something moved)."""
@@ -184,6 +186,8 @@ class Rhythm:
             float(raw_done) if isinstance(raw_done, int | float) and not isinstance(raw_done, bool) else None
         )
         raw_phase = detail.get("phase")
+        if isinstance(raw_phase, str) and raw_phase:
+            self.fine = True
         pos: Position = (value, raw_phase if isinstance(raw_phase, str) else "", done)
         if self.positions.get(key) == pos:
             return False
@@ -202,9 +206,9 @@ class Rhythm:
             if self.base_step is not None and self.step is not None and self.step > self.base_step:
                 self._learn(STARTUP, at - self.started)
                 self.warm = True
-                self._next(event_phase(key, detail) or STEP)
+                self._next(self._phase(key, detail) or STEP)
             return True
-        phase = event_phase(key, detail)
+        phase = self._phase(key, detail)
         # Where a step is all the trainer shows (banners), each step is an occurrence of its own; finer phases
         # end where the phase changes (a step counter moving inside "training" splits nothing).
         new_step = (
@@ -218,6 +222,13 @@ class Rhythm:
             self._learn(self.phase, self.longest)
             self._next(phase)
         return True
+
+    def _phase(self, key: str, detail: dict[str, object]) -> str | None:
+        """The phase an observation opens. A step banner alone says only "a step": where the trainer shows
+        its phases (status.json), a banner is a beat inside them, or the silence after the last banner
+        (a validation that says nothing) would be learnt as a step's."""
+        phase = event_phase(key, detail)
+        return None if phase == STEP and self.fine else phase
 
     def _next(self, phase: str) -> None:
         self.phase = phase
@@ -275,6 +286,7 @@ class Rhythm:
             "step": self.step,
             "warm": self.warm,
             "positions": {k: list(v) for k, v in self.positions.items()},
+            "fine": self.fine,
         }
 
     @classmethod
@@ -301,6 +313,7 @@ class Rhythm:
             step=_opt(d.get("step")),
             warm=bool(d.get("warm")),
             positions=positions,
+            fine=bool(d.get("fine")),
         )
 
 

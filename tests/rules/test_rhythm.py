@@ -219,3 +219,17 @@ def test_phase_words_of_the_trainers_map_to_ours() -> None:
 def test_the_p99_of_few_samples_is_their_maximum() -> None:
     assert quantile([1.0, 9.0, 3.0], 0.99) == 9.0
     assert quantile([float(i) for i in range(1, 201)], 0.99) == 198.0
+
+
+def test_where_status_json_shows_phases_a_banner_opens_none_so_a_silent_validation_is_not_a_step() -> None:
+    """Our trainer writes both: the banner (`step`, no phase) and status.json's phases. Banner after the
+    status said `validating`, then 2.5 silent minutes: that is validation's silence, not a step's."""
+    rh, t = warm_run()  # status.json phases: generation and training learnt
+    for n in range(3):
+        status(rh, t, 20 + n, "validating")
+        assert rh.observe(1, "step", 20.0 + n, {}, t + 0.5)  # the banner, read just after: a beat
+        assert rh.phase == "validation"
+        t = trainer_steps(rh, t + 150, 21 + n, 21 + n)
+    assert "step" not in rh.samples
+    assert rh.samples["validation"][-3:] == [149.5, 149.5, 149.5]
+    assert max(rh.samples["generation"]) < 60

@@ -17,6 +17,7 @@ MAX_THREADS = 256
 MAX_FRAMES = 200
 _FH_THREAD_RE = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+) \(most recent call first\):")
 _FH_FRAME_RE = re.compile(r'^\s+File "(.*)", line (\d+) in (.+)$')
+IDLE = frozenset({"main_loop"})  # Ray's actor loop between tasks: an idle actor, not a stuck one
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +173,11 @@ def summarise(procs: Sequence[ProcStacks], unanswered: Sequence[str] = ()) -> St
         )
     groups = Counter(p.name for p in known)
     workers = [n for n in groups if n != "driver"]
-    group = max(workers, key=lambda n: groups[n]) if workers else "driver"
+
+    def busy(name: str) -> bool:  # a group of actors all between tasks is not where a hang is
+        return any(p.main and p.main[0].func.rsplit(".", 1)[-1] not in IDLE for p in known if p.name == name)
+
+    group = max(workers, key=lambda n: (groups[n], busy(n))) if workers else "driver"
     members = [p for p in known if p.name == group]
     places = Counter(p.place for p in members)
     place, count = places.most_common(1)[0]

@@ -117,3 +117,9 @@ def test_ray_actor_titles_name_the_process() -> None:
     assert process_name(["ray::RolloutWorker.generate"]) == "RolloutWorker"
     assert process_name(["ray::IDLE"]) == "IDLE"
     assert process_name(["/venv/bin/python", "-m", "trainer"]) == "driver"
+
+
+def test_between_groups_of_one_the_busy_one_is_summarised_not_the_idle_actor() -> None:
+    idle_policy = (("MainThread", (Frame("Worker.main_loop", "/ray/_private/worker.py", 1069),)),)
+    s = summarise([proc("n1", 1, "PolicyWorker", idle_policy), proc("n1", 2, "RolloutWorker", HUNG)])
+    assert s.group == "RolloutWorker" and s.waiting_place == "hang_forever (faults.py:197)"

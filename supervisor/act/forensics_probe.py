@@ -25,7 +25,15 @@ MAX_TEXT = 64 * 1024
 MAX_PROCS = 64
 STACKS_DIR = "/tmp/shepherd-stacks"
 # Ray's own daemons (dashboard, log monitor, agents) are Python too; their stacks say nothing of the run.
-_RAY_DAEMONS = ("dashboard", "log_monitor", "monitor.py", "runtime_env", "ray_client_server", "autoscaler")
+_RAY_DAEMONS = (
+    "dashboard",
+    "log_monitor",
+    "monitor.py",
+    "runtime_env",
+    "ray_client_server",
+    "ray.util.client.server",
+    "autoscaler",
+)
 
 
 def _read(path: str, limit: int = MAX_TEXT) -> bytes:
@@ -187,7 +195,7 @@ def main() -> None:
         procs.append(rec)
     scope = _read("/proc/sys/kernel/yama/ptrace_scope", 16).decode().strip() or None
     out: dict[str, object] = {
-        "node": socket.gethostname(),
+        "node": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
         "processes": procs,
         "ptrace_scope": scope,
         "py_spy": spy,

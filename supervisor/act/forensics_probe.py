@@ -34,6 +34,7 @@ _RAY_DAEMONS = (
     "ray.util.client.server",
     "autoscaler",
 )
+_RAY_AGENTS = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")  # titles of Ray's agents
 
 
 def _read(path: str, limit: int = MAX_TEXT) -> bytes:
@@ -66,6 +67,13 @@ def _ancestors() -> set[int]:
     return out
 
 
+def ray_daemon(cmd: list[str]) -> bool:
+    """Ray's own processes (dashboard, agents, client server, monitors): their stacks say nothing here."""
+    if cmd and cmd[0].startswith("ray::"):
+        return cmd[0].startswith(_RAY_AGENTS)
+    return any(d in " ".join(cmd) for d in _RAY_DAEMONS)
+
+
 def job_processes(job_id: str) -> list[tuple[int, list[str], dict[str, str]]]:
     """Python processes of the job on this node (its SLURM_JOB_ID), not this probe's step or its parents."""
     mine = _ancestors()
@@ -87,9 +95,7 @@ def job_processes(job_id: str) -> list[tuple[int, list[str], dict[str, str]]]:
             else ""
         )
         ray_title = bool(cmd) and cmd[0].startswith("ray::")
-        if not (ray_title or exe.startswith("python")):
-            continue
-        if not ray_title and any(d in " ".join(cmd) for d in _RAY_DAEMONS):
+        if not (ray_title or exe.startswith("python")) or ray_daemon(cmd):
             continue
         out.append((pid, cmd, env))
     return out[:MAX_PROCS]

@@ -102,3 +102,12 @@ def test_without_py_spy_the_trainers_faulthandler_dump_is_used_and_others_are_le
     assert s["method"] == "none" and "does not catch SIGUSR2" in str(s["error"])
     time.sleep(0.5)
     os.kill(silent, 0)  # still alive: the default action of SIGUSR2 would have killed it
+
+
+def test_rays_own_processes_are_left_out_and_the_runs_are_kept() -> None:
+    daemon = forensics_probe.ray_daemon
+    assert daemon(["ray::DashboardAgent"]) and daemon(["ray::RuntimeEnvAgent"])
+    assert daemon(["/venv/bin/python", "-m", "ray.util.client.server", "--port", "10001"])
+    assert daemon(["/venv/bin/python", "/venv/lib/ray/_private/log_monitor.py"])
+    assert not daemon(["ray::RolloutWorker.generate"]) and not daemon(["ray::IDLE"])
+    assert not daemon(["/venv/bin/python", "-m", "trainer", "--config", "x.yaml"])

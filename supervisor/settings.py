@@ -243,6 +243,15 @@ class PreflightSettings(BaseModel):
     )
 
 
+class ForensicsSettings(BaseModel):
+    """Evidence taken from a hung job's nodes before it is cancelled (act/forensics.py)."""
+
+    enabled: bool = Field(default=True, description="capture stacks before a stall's cancel")
+    timeout_s: float = Field(
+        default=30.0, gt=0, le=600, description="per node, all nodes at once; then the decision goes ahead"
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SHEPHERD_", env_nested_delimiter="__", extra="forbid")
 
@@ -255,6 +264,7 @@ class Settings(BaseSettings):
     rules_dirs: list[Path] = Field(default_factory=list)
     slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     watch: WatchSettings = Field(default_factory=WatchSettings)
+    forensics: ForensicsSettings = Field(default_factory=ForensicsSettings)
     python: Path | None = Field(
         default=None, description="interpreter whose bin/ goes first on the job's PATH"
     )

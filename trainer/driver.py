@@ -26,6 +26,7 @@ from trainer.config import TrainerConfig, config_hash, dump_yaml
 from trainer.faults import FaultPlan, attempt_from_env
 from trainer.generation import sample_seed
 from trainer.models import ModelSpec
+from trainer.stacks import enable_stack_dump
 from trainer.tasks import PromptSource, Task, build_task
 from trainer.tasks.rewards import exact_match
 from trainer.telemetry import MetricsLogger, StatusFile, new_exp_dir, rollout_bar
@@ -234,6 +235,7 @@ class Trainer:
 
         self._start_workers(spec)
         self.stop.install()  # after ray.init, which may install its own handlers
+        enable_stack_dump()  # where the driver is stuck, on SIGUSR2 (Shepherd's forensics)
         start = self._load(resume_path) if resume_path else 0
         self.metrics = MetricsLogger(
             self.exp_dir, cfg.logger.tensorboard_enabled, start if resume_path else None

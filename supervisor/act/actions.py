@@ -21,10 +21,13 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
+import anyio
 import structlog
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from supervisor.act.checkpoints import newest_checkpoint_step, resolve_checkpoint, unfinished
 from supervisor.act.curves import run_points
+from supervisor.act.forensics import Forensics
 from supervisor.decide import staging
 from supervisor.decide.checkpoints import choose_in_dir
 from supervisor.decide.history import attempt_records, policy_config
@@ -44,6 +47,7 @@ from supervisor.decide.plan import (
     plan_match,
     resumed,
 )
+from supervisor.decide.stacks import StackSummary
 from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Level, Notice
 from supervisor.domain.overrides import AttemptOverrides
@@ -64,6 +68,8 @@ log = structlog.get_logger(__name__)
 
 UNRECOGNISED = "unrecognised-failure"
 Effects = list[Callable[[], None]]  # a decision's messages, queued when its outcome commits
+Investigation = tuple[RunRow, AttemptRow, Match, int]  # a hang's decision waiting for its forensics
+MAX_INVESTIGATIONS = 16  # waiting at once; beyond, a hang is acted on without its stacks (said in the log)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +98,7 @@ class Actions:
         settings: Settings,
         *,
         clock: Callable[[], float] = time.time,
+        forensics: Forensics | None = None,
     ) -> None:
         self.store = store
         self.slurm = slurm
@@ -102,6 +109,14 @@ class Actions:
         # A rule's hold that Slurm could not be asked for (controller down): run id -> (attempt, job, rule),
         # asked again after each poll that reached Slurm (retry_owed_holds). In memory: a restart forgets it.
         self.holds_owed: dict[str, tuple[int, str, str]] = {}
+        self.forensics = forensics
+        # A hang's decision waits here for `run_forensics` (a daemon task), so taking the stacks never holds
+        # up the monitor that found the hang; the decision is recorded (and finished after a restart) first.
+        self._investigations: tuple[
+            MemoryObjectSendStream[Investigation], MemoryObjectReceiveStream[Investigation]
+        ]
+        self._investigations = anyio.create_memory_object_stream[Investigation](MAX_INVESTIGATIONS)
+        self._investigating = False
 
     def notify(self, event: Notice) -> None:
         self.sink.publish(event)
@@ -166,6 +181,9 @@ class Actions:
             "step": m.evidence.step,
             "seen_at": m.evidence.at or None,
             "since": m.evidence.since,
+            "phase": m.evidence.phase or None,
+            "bound_s": m.evidence.bound_s,
+            "expected_s": m.evidence.expected_s,
             "policy": {
                 "category": m.category,
                 "retryable": m.retryable,
@@ -223,11 +241,66 @@ class Actions:
             self.store.set_decision_outcome(decision_id, "ignored: the next attempt is already decided")
             return
         crash_point("after-decision")
+        if self._investigate_first(m, attempt):
+            try:
+                self._investigations[0].send_nowait((run, attempt, m, decision_id))
+                return
+            except anyio.WouldBlock:
+                log.warning("too many hangs under investigation: acting without stacks", run_id=run.id)
         await self._act(run, attempt, m, spec, decision_id)
 
-    async def _act(self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, decision_id: int) -> None:
+    def _investigate_first(self, m: Match, attempt: AttemptRow) -> bool:
+        """A hang of a live job, with a collector and its task running: take the stacks before acting."""
+        return (
+            self.forensics is not None
+            and self._investigating
+            and self.settings.forensics.enabled
+            and m.category == "stall"
+            and attempt.live_job is not None
+        )
+
+    async def run_forensics(self) -> None:
+        """The daemon task that takes a hung job's evidence, then carries out the decision waiting on it."""
+        self._investigating = True
+        try:
+            async with anyio.create_task_group() as tg:
+                async for item in self._investigations[1]:
+                    tg.start_soon(self._investigate, *item)
+        finally:
+            self._investigating = False
+
+    async def _investigate(self, run: RunRow, attempt: AttemptRow, m: Match, decision_id: int) -> None:
+        stacks: StackSummary | None = None
+        assert self.forensics is not None
+        try:
+            stacks = await self.forensics.capture(run, attempt, m.reason)
+        except Exception:
+            log.exception("forensics failed; acting without them", run_id=run.id, attempt=attempt.n)
+        if stacks is not None:
+            self.store.add_event(run.id, attempt.n, "forensics", stacks.headline()[:500], stacks.to_dict())
+        fresh = self.store.get_run(run.id) or run
+        if fresh.state.is_final and fresh.state != RunState.FAILED:
+            self.store.set_decision_outcome(decision_id, f"ignored: run is {fresh.state.value}")
+            return
+        if attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
+            self.store.set_decision_outcome(decision_id, "ignored: a newer attempt exists")
+            return
+        try:
+            await self._act(fresh, attempt, m, fresh.spec, decision_id, stacks)
+        except Exception:
+            log.exception("acting on a hang failed", run_id=run.id, rule=m.rule)
+
+    async def _act(
+        self,
+        run: RunRow,
+        attempt: AttemptRow,
+        m: Match,
+        spec: JobSpec,
+        decision_id: int,
+        stacks: StackSummary | None = None,
+    ) -> None:
         effects: Effects = []
-        outcome = await self._carry_out(run, attempt, m, spec, effects)
+        outcome = await self._carry_out(run, attempt, m, spec, effects, stacks)
         self._commit(decision_id, outcome, effects)
         log.info("decision", run_id=run.id, attempt=attempt.n, rule=m.rule, outcome=outcome)
 
@@ -323,7 +396,13 @@ class Actions:
         )
 
     async def _carry_out(
-        self, run: RunRow, attempt: AttemptRow, m: Match, spec: JobSpec, effects: Effects
+        self,
+        run: RunRow,
+        attempt: AttemptRow,
+        m: Match,
+        spec: JobSpec,
+        effects: Effects,
+        stacks: StackSummary | None = None,
     ) -> str:
         """Carry out the plan decide/plan.py makes of the match; returns the outcome in words.
 
@@ -368,10 +447,18 @@ class Actions:
                 self.store.set_run_state(run.id, RunState.COMPLETED, reason="completed")
                 self.plot(run, effects)
                 self.timeline(run, effects)
-        self._tell(run, m, plan.alert_text, done, effects)
+        self._tell(run, m, plan.alert_text, done, effects, stacks)
         return "; ".join(d.outcome for d in done if d.outcome) or "recorded"
 
-    def _tell(self, run: RunRow, m: Match, alert_text: str, done: list[Done], effects: Effects) -> None:
+    def _tell(
+        self,
+        run: RunRow,
+        m: Match,
+        alert_text: str,
+        done: list[Done],
+        effects: Effects,
+        stacks: StackSummary | None = None,
+    ) -> None:
         """The decision's one message: a resume or give-up speaks for it; else the rule's alert, if any."""
         steering = [d for d in done if d.kind in ("resumed", "gave_up")]
         lead = steering[-1] if steering else next((d for d in done if d.kind), None)
@@ -380,16 +467,23 @@ class Actions:
         cause = alert_text or f"{run.id}: {m.rule}: {m.reason}"
         said = [d.said for d in done if d.said]
         title = cause if lead.kind == "completed" else announce(cause, said)
+        fields = dict(lead.fields)
+        text = lead.text
+        if stacks is not None:  # where the hung processes were, taken before the cancel
+            fields["stacks"] = stacks.headline()[:1000]
+            text = f"{text}\nStacks: {stacks.text()[:1500]}".strip()
+            if stacks.exclude_node:
+                fields["exclude_node"] = stacks.exclude_node
         notice = Notice(
             run.id,
             lead.kind,
             title,
-            text=lead.text,
+            text=text,
             level=lead.level,
             excerpt="\n".join(m.evidence.lines[-20:]) or None,
             rule=m.rule,
             needs_human=lead.kind == "gave_up" or lead.level == "error",
-            fields=lead.fields,
+            fields=fields,
         )
         effects.append(partial(self.notify, notice))
         if lead.plot or m.evidence.metric:

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 
+from supervisor.act.forensics import STACKS_TXT, SUMMARY_JSON, SUMMARY_TXT, latest_forensics
 from supervisor.cli.common import (
     EXIT_ERROR,
     AddCommand,
@@ -54,7 +55,11 @@ def register(add: AddCommand) -> None:
     lg = add("logs", cmd_logs, "print a run's log (driver log of the newest attempt by default)")
     lg.add_argument("run")
     lg.add_argument("--follow", "-f", action="store_true")
-    lg.add_argument("--source", help="part of the file name: head, worker, slurm, driver")
+    lg.add_argument(
+        "--source",
+        help="part of the file name: head, worker, slurm, driver; or `forensics`: the stacks taken before a "
+        "hang's cancel",
+    )
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -141,7 +146,18 @@ def _run_summary(store: Store, run: RunRow) -> dict[str, Any]:
     }
 
 
-def _run_detail(store: Store, run: RunRow) -> dict[str, Any]:
+def _forensics(folder: Path | None) -> dict[str, Any] | None:
+    """The newest hang's forensics summary (act/forensics.py wrote it), with where the rest of it is."""
+    if folder is None:
+        return None
+    try:
+        data = json.loads((folder / SUMMARY_JSON).read_text())
+    except (OSError, ValueError) as exc:
+        return {"path": str(folder), "headline": f"unreadable summary: {exc}"}
+    return {**data, "path": str(folder)} if isinstance(data, dict) else None
+
+
+def _run_detail(store: Store, run: RunRow, settings: Settings | None = None) -> dict[str, Any]:
     out = _run_summary(store, run)
     out["attempt_list"] = [
         {
@@ -186,6 +202,8 @@ def _run_detail(store: Store, run: RunRow) -> dict[str, Any]:
     out["events"] = [
         {"at": e.at, "attempt": e.attempt, "kind": e.kind, "message": e.message} for e in store.events(run.id)
     ]
+    folder = latest_forensics(settings.runs_dir, run.id) if settings is not None else None
+    out["forensics"] = _forensics(folder)
     snap = store.load_progress(run.id)  # the monitor's latest progress and metrics snapshot
     out["progress"] = {"attempt": snap[0], "at": snap[1], **snap[2]} if snap else None
     return out
@@ -218,7 +236,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     store = open_store(settings)
     if args.run:
-        detail = _run_detail(store, run_named(store, args.run))
+        detail = _run_detail(store, run_named(store, args.run), settings)
         if args.json:
             print(json.dumps(detail, indent=2, default=str))
             return 0
@@ -286,6 +304,12 @@ def _print_detail(d: dict[str, Any]) -> None:
             )
             for line in list(dec["evidence"].get("lines") or [])[-5:]:
                 print(f"      | {str(line)[:160]}")
+    fx = d.get("forensics")
+    if fx:
+        print(f"forensics {fx.get('headline', '')}")
+        for place in list(fx.get("stragglers") or [])[:5]:
+            print(f"          elsewhere: {place}")
+        print(f"          {fx['path']} (shepherd logs {d['id']} --source forensics)")
     print("events:")
     for e in d["events"][-15:]:
         print(f"  {_fmt_time(e['at'])} {e['kind']:<16} {e['message']}")
@@ -302,6 +326,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     store = open_store(settings)
     run = run_named(store, args.run)
+    if args.source == "forensics":
+        return _print_forensics(settings, run)
     files = log_files(store, settings, run)
     wanted = [f for f in files if args.source in f.name] if args.source else files
     if not wanted:
@@ -326,4 +352,21 @@ def cmd_logs(args: argparse.Namespace) -> int:
                 sys.stdout.flush()
             else:
                 time.sleep(0.5)
+    return 0
+
+
+def _print_forensics(settings: Settings, run: RunRow) -> int:
+    """The newest hang's summary, every process's stacks, then nvidia-smi / ray status per node."""
+    folder = latest_forensics(settings.runs_dir, run.id)
+    if folder is None:
+        print(
+            f"shepherd: no forensics for {run.id} (they are taken when a hung job is cancelled)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    for f in [folder / SUMMARY_TXT, folder / STACKS_TXT, *sorted(folder.glob("node-*.txt"))]:
+        if f.is_file():
+            print(f"==> {f} <==")
+            sys.stdout.write(f.read_text(errors="replace"))
+    print(f"==> the log tails and each node's raw answer: {folder}")
     return 0

@@ -17,6 +17,7 @@ import watchfiles
 from supervisor.act.actions import Actions
 from supervisor.act.checkpoints import resolve_checkpoint_for_run
 from supervisor.act.control import Controller, DaemonRunControl
+from supervisor.act.forensics import JobForensics
 from supervisor.act.mailbox import Mailbox, handlers, make_lease, serve
 from supervisor.daemon.loops import DAEMON_THREAD, Daemon, Task
 from supervisor.daemon.metrics import MetricsExporter, StoreCollector
@@ -111,7 +112,15 @@ def build(
         if outbox is not None
         else None
     )
-    actions = Actions(store, slurm, StoreScheduler(store, wakeups), sink, settings, clock=clock)
+    forensics = JobForensics(
+        slurm,
+        settings.runs_dir,
+        timeout_s=settings.forensics.timeout_s,
+        python=str(settings.python) if settings.python else "python3",
+    )
+    actions = Actions(
+        store, slurm, StoreScheduler(store, wakeups), sink, settings, clock=clock, forensics=forensics
+    )
     monitor = Monitor(store, settings, actions, heartbeats, clock=clock)
 
     def reload_settings() -> None:
@@ -154,6 +163,7 @@ def build(
         Task(Monitor.LOOP, monitor.run, Monitor.ALLOWANCE_S),
         Task("requests", partial(serve, mailbox, handlers(controller, settings, slurm), who=holder)),
         *([Task("slack", slack.run)] if slack is not None else []),
+        Task("forensics", actions.run_forensics),
         Task("reloader", reloader.run),
         Task("rules-files", watch_rules_files),
     ]

@@ -37,6 +37,7 @@ from supervisor.domain.runs import AttemptRow, AttemptState, RunRow
 from supervisor.domain.spec import JobSpec
 from supervisor.domain.trainer_files import EXP_DIR_RE, METRICS_FILE, STATUS_FILE, TENSORBOARD_DIR
 from supervisor.rules.engine import Match, MatcherState, RuleSet, feed, load_ruleset, note_files, scan_lines
+from supervisor.rules.rhythm import Rhythm
 from supervisor.service.watchdog import HeartbeatRegistry
 from supervisor.settings import Settings, WatchSettings
 from supervisor.slurm.launchers import layout
@@ -44,7 +45,13 @@ from supervisor.slurm.launchers import shepherd as shepherd_launcher
 from supervisor.slurm.launchers.layout import FileContract
 from supervisor.slurm.submit import base_log_dir, file_contract
 from supervisor.store import Store
-from supervisor.watch.driver_log import CheckpointSaving, DriverLogReader, Scalar, StepStarted
+from supervisor.watch.driver_log import (
+    CheckpointSaving,
+    DriverLogReader,
+    Scalar,
+    StepStarted,
+    ValidationStarted,
+)
 from supervisor.watch.fswatch import ChangeSource, Mode
 from supervisor.watch.lines import SEGMENT_SEP
 from supervisor.watch.marks import End, Mark, MarkOp, MarkTracker, Step
@@ -190,6 +197,10 @@ class Monitor:
         # staged for saving; saved when that attempt's matches were dispatched, never another attempt's
         self._unsaved: dict[tuple[str, int], set[str]] = {}
         self._scalar_cursors: dict[tuple[str, int], dict[str, FileCursor]] = {}
+        # per run: the phase samples its stalled triggers learnt (rules/rhythm.py), handed to its next attempt
+        # so a resumed run is held to its own rhythm from its first warm step; in memory (a restarted daemon
+        # learns again, under the fixed bound meanwhile)
+        self._learnt: dict[str, dict[str, Rhythm]] = {}
         self._reading = anyio.Lock()  # one attempt's files and matcher state at a time (a worker thread)
         self.on_log_bytes: Callable[[int], None] | None = None  # told how many log bytes each read took in
         self.on_poll_load: Callable[[PollLoad], None] | None = None  # told the polling load every 10 s
@@ -230,6 +241,10 @@ class Monitor:
             log.error("the run's rules do not load; using the default rules", run_id=run.id, error=str(exc))
             rules = load_ruleset()
         st = MatcherState(run_id=run.id, attempt=attempt.n)
+        st.rhythms = {
+            k: Rhythm(samples={p: list(xs) for p, xs in r.samples.items()})
+            for k, r in self._learnt.get(run.id, {}).items()
+        }
         adopted = attempt.overrides if attempt.overrides.get("adopted") else {}  # where a job by hand writes
         w = AttemptWatch(
             run.id,
@@ -395,6 +410,8 @@ class Monitor:
                 other.trainer_paths -= {p for p in w.trainer_paths if p not in self._by_path}
                 other.trainer_due = True
                 self._refresh_files(other)
+        if w.state.rhythms:
+            self._learnt[w.run_id] = w.state.rhythms
 
     def sync(self) -> list[AttemptWatch]:
         """Watch every open attempt; returns the ended ones whose files are due for their final drain."""
@@ -508,6 +525,10 @@ class Monitor:
                 elif isinstance(item, CheckpointSaving):
                     out += feed(
                         w.rules, w.state, ProgressEvent(w.run_id, w.n, "checkpoint", item.step, at=now)
+                    )
+                elif isinstance(item, ValidationStarted):
+                    out += feed(
+                        w.rules, w.state, ProgressEvent(w.run_id, w.n, "validation", item.step, at=now)
                     )
                 elif isinstance(item, Scalar):
                     if w.source is None and metric_source(w.spec.trainer_log_dir) == "driver-log":

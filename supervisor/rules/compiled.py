@@ -75,6 +75,8 @@ class RuleSet:
     _per_source: dict[str, tuple[CompiledRule, ...]] = field(default_factory=dict)
     # rules whose regex went over its CPU budget on one event (matcher.py): name -> why; not run again
     quarantined: dict[str, str] = field(default_factory=dict)
+    # rules with a `stalled` trigger that learns the run's rhythm (every progress event goes to them)
+    learning: tuple[CompiledRule, ...] = ()
     _hs: Any = None
     _hs_tried: bool = False
     # the log regexes of the shipped rules files: only these go into Hyperscan's regex compiler (below)
@@ -202,6 +204,7 @@ def compile_rules(
         gates=plan_gates([x.encode() for x in minimal]),
         unfiltered=tuple({r.name: r for r in unfiltered}.values()),
         trusted_patterns=trusted_patterns,
+        learning=tuple(r for r in compiled if any(t.learn is not None for t in r.stalled)),
     )
 
 

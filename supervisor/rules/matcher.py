@@ -33,6 +33,7 @@ from supervisor.domain.observations import Event, LogEvent, MetricEvent, Progres
 from supervisor.rules.compiled import CompiledLog, CompiledRule, RuleSet
 from supervisor.rules.model import MetricTrigger
 from supervisor.rules.regex import compile_regex
+from supervisor.rules.rhythm import Rhythm
 from supervisor.rules.state import (
     HISTORY_SHOWN,
     METRIC_HISTORY,
@@ -600,6 +601,11 @@ def _on_state(rs: RuleSet, st: MatcherState, ev: StateEvent) -> list[Match]:
         st.nodes = ev.nodes
     if ev.state == JobState.RUNNING and st.running_since is None:
         st.running_since = ev.at
+        for cr in rs.learning:
+            for i, stt in enumerate(cr.stalled):
+                rh = _rhythm(st, cr, i)
+                if stt.learn is not None and rh.attempt != st.attempt:
+                    rh.begin(st.attempt, ev.at)  # start-up again; what earlier attempts taught stays
     if ev.state == JobState.PENDING:
         if ev.reason != st.pending_reason or st.pending_since is None:
             st.pending_reason = ev.reason
@@ -630,11 +636,22 @@ def _on_state(rs: RuleSet, st: MatcherState, ev: StateEvent) -> list[Match]:
     return out
 
 
-def _on_progress(st: MatcherState, ev: ProgressEvent) -> None:
+def _rhythm(st: MatcherState, cr: CompiledRule, i: int) -> Rhythm:
+    """The rhythm a learning stalled trigger keeps (created on first use, or seeded by the daemon)."""
+    return st.rhythms.setdefault(f"{cr.name}#{i}", Rhythm())
+
+
+def _on_progress(rs: RuleSet, st: MatcherState, ev: ProgressEvent) -> None:
     prev = st.progress_value.get(ev.key)
-    if prev is None or ev.value != prev:
+    moved = prev is None or ev.value != prev
+    if moved:
         st.progress_value[ev.key] = ev.value
         st.progress_at[ev.key] = ev.at
+    for cr in rs.learning:
+        for i, t in enumerate(cr.stalled):
+            if t.learn is not None and ev.key in t.keys:
+                moved = _rhythm(st, cr, i).observe(st.attempt, ev.key, ev.value, ev.detail, ev.at) or moved
+    if moved:
         st.timer_fired = {k for k in st.timer_fired if not k.startswith("stalled:")}
 
 
@@ -779,8 +796,12 @@ def _timers(rs: RuleSet, st: MatcherState, now: float) -> list[Match]:
                 out += _emit(rs, st, cr, now, evd, st.pending_reason, reason, None)
         if st.job_state != JobState.RUNNING or st.running_since is None:
             continue
-        for stt in cr.stalled:
+        for i, stt in enumerate(cr.stalled):
             key = f"stalled:{cr.name}"
+            if stt.learn is not None:
+                if key not in st.timer_fired:
+                    out += _learnt_stall(rs, st, cr, i, now)
+                continue
             last = max([st.running_since, *(st.progress_at[k] for k in stt.keys if k in st.progress_at)])
             if key not in st.timer_fired and now - last >= stt.for_s:
                 st.timer_fired.add(key)
@@ -807,6 +828,31 @@ def _timers(rs: RuleSet, st: MatcherState, now: float) -> list[Match]:
     return out
 
 
+def _learnt_stall(rs: RuleSet, st: MatcherState, cr: CompiledRule, i: int, now: float) -> list[Match]:
+    """A learning stalled trigger: the silence in the current phase against that phase's bound."""
+    t = cr.stalled[i]
+    assert t.learn is not None and st.running_since is not None
+    rh = _rhythm(st, cr, i)
+    if rh.attempt != st.attempt:
+        rh.begin(st.attempt, st.running_since)
+    v = rh.verdict(now, t.for_s, t.learn.learning())
+    if not v.stalled:
+        return []
+    st.timer_fired.add(f"stalled:{cr.name}")
+    evd = Evidence(
+        state="RUNNING",
+        reason=f"no progress since {v.since:.0f}",
+        at=now,
+        since=v.since,
+        phase=v.phase,
+        bound_s=v.bound_s,
+        expected_s=v.expected_s,
+    )
+    shown = ", ".join(f"{k}={st.progress_value[k]:g}" for k in t.keys if k in st.progress_value)
+    reason = f"{cr.rule.description or cr.name}: {v.describe()}" + (f" (last {shown})" if shown else "")
+    return _emit(rs, st, cr, now, evd, f"stalled:{v.phase}", reason, find_node("", st.nodes))
+
+
 def feed(rs: RuleSet, st: MatcherState, event: Event) -> list[Match]:
     """Apply one event to `st` (mutated) and return what fired."""
     if isinstance(event, LogEvent):
@@ -817,7 +863,7 @@ def feed(rs: RuleSet, st: MatcherState, event: Event) -> list[Match]:
     if isinstance(event, StateEvent):
         return _on_state(rs, st, event)
     if isinstance(event, ProgressEvent):
-        _on_progress(st, event)
+        _on_progress(rs, st, event)
         return _timers(rs, st, event.at)
     if isinstance(event, MetricEvent):
         return _on_metric(rs, st, event) + _timers(rs, st, event.at)

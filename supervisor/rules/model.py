@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from supervisor.domain.jobstate import JobState
 from supervisor.rules.regex import check_regex
+from supervisor.rules.rhythm import MAX_SAMPLES, Learning
 
 RULE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _DURATION_RE = re.compile(
@@ -159,19 +160,54 @@ class PendingTrigger(_Strict):
         return parse_duration(v)
 
 
+class StalledLearning(_Strict):
+    """How a `stalled` trigger learns the run's rhythm (rules/rhythm.py): a phase with `min_samples`
+    samples stalls after ``max(k x its p99 silence, floor)`` without progress; before, after `for`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    k: float = Field(default=3.0, ge=1.0, le=1000.0, description="multiple of the phase's p99 silence")
+    floor_s: float = Field(default=300.0, alias="floor", description="never stall sooner than this")
+    min_samples: int = Field(
+        default=5, ge=1, le=MAX_SAMPLES, description="samples of a phase before it counts"
+    )
+    quantile: float = Field(default=0.99, gt=0.5, le=1.0)
+
+    @field_validator("floor_s", mode="before")
+    @classmethod
+    def _floor(cls, v: Any) -> float:
+        return parse_duration(v)
+
+    def learning(self) -> Learning:
+        return Learning(k=self.k, floor_s=self.floor_s, min_samples=self.min_samples, quantile=self.quantile)
+
+
 class StalledTrigger(_Strict):
-    """No progress on any of ``keys`` for ``for`` while the job is RUNNING."""
+    """No progress on any of ``keys`` for ``for`` while the job is RUNNING; with `learn`, the bound of the
+    phase the run is in, learnt from its own progress, once it has enough history (`for` until then)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     kind: Literal["stalled"] = "stalled"
     for_s: float = Field(alias="for")
     keys: list[str] = Field(default_factory=lambda: ["step", "rollouts", "status"], min_length=1)
+    learn: StalledLearning | None = Field(
+        default=None, description="learn each phase's rhythm (`true` for the defaults); off when absent"
+    )
 
     @field_validator("for_s", mode="before")
     @classmethod
     def _for(cls, v: Any) -> float:
         return parse_duration(v)
+
+    @field_validator("learn", mode="before")
+    @classmethod
+    def _learn(cls, v: Any) -> Any:
+        if v is True:
+            return {}
+        if v is False:
+            return None
+        return v
 
 
 class MissingTrigger(_Strict):

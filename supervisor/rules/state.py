@@ -10,6 +10,7 @@ from typing import Any
 
 from supervisor.domain.jobstate import JobState
 from supervisor.rules.model import Action
+from supervisor.rules.rhythm import Rhythm
 
 TRACEBACK_MARK = "Traceback (most recent call last):"
 _NODE_RES = (
@@ -73,6 +74,7 @@ class MatcherState:
     timer_fired: set[str] = field(default_factory=set)  # once-per-stretch keys for pending/stalled/missing
     incident: Incident | None = None
     tracebacks: dict[str, list[Traceback]] = field(default_factory=dict)
+    rhythms: dict[str, Rhythm] = field(default_factory=dict)  # per learning stalled trigger: the run's rhythm
 
     def copy(self) -> MatcherState:
         return copy.deepcopy(self)
@@ -100,7 +102,20 @@ class MatcherState:
             "fired": dict(self.fired),
             "timer_fired": sorted(self.timer_fired),
             "incident": [self.incident.rule, self.incident.opened_at] if self.incident else None,
+            "rhythms": self.rhythms_dict(),
         }
+
+    def rhythms_dict(self) -> dict[str, Any]:
+        """What the stalled triggers learnt about the run (the daemon keeps it per run, across attempts)."""
+        return {k: r.to_dict() for k, r in self.rhythms.items()}
+
+    @staticmethod
+    def rhythms_from(d: Any) -> dict[str, Rhythm]:
+        return (
+            {str(k): Rhythm.from_dict(v) for k, v in d.items() if isinstance(v, dict)}
+            if isinstance(d, dict)
+            else {}
+        )
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MatcherState:
@@ -129,6 +144,7 @@ class MatcherState:
             fired=dict(d.get("fired", {})),
             timer_fired=set(d.get("timer_fired", [])),
             incident=Incident(str(inc[0]), float(inc[1])) if inc else None,
+            rhythms=cls.rhythms_from(d.get("rhythms")),
         )
 
 
@@ -147,6 +163,9 @@ class Evidence:
     since: float | None = None  # when the condition began, for timers (the last progress of a stall)
     metric: str = ""  # a metric match: Shepherd's name of the scalar (its recent values are `lines`)
     step: int | None = None  # a metric match: the first step of the stretch that fired (where it went bad)
+    phase: str = ""  # a stall: the phase the run was silent in
+    bound_s: float | None = None  # a stall: the silence it was held to (learnt, or the fixed `for`)
+    expected_s: float | None = None  # a stall: the phase's learnt p99 silence (None: not learnt yet)
 
 
 @dataclass(frozen=True, slots=True)

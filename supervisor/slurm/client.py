@@ -147,32 +147,36 @@ class SlurmClient:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         hard_limit: bool = False,
+        timeout_s: float | None = None,
+        what: str = "",
     ) -> subprocess.CompletedProcess[bytes]:
-        """Run one Slurm command within `timeout_s`. With `hard_limit` (sbatch, scancel, hold) the command is
-        also started under coreutils' `timeout -s KILL`, so it dies on time even if this process is stopped
-        (SIGSTOP, a frozen VM) and cannot kill it: nothing it does lands after the lease it started under."""
+        """Run one Slurm command within `timeout_s` (the client's, unless given). With `hard_limit`
+        (sbatch, scancel, hold) the command is also started under coreutils' `timeout -s KILL`, so it dies on
+        time even if this process is stopped (SIGSTOP, a frozen VM) and cannot kill it: nothing it does lands
+        after the lease it started under."""
         name = Path(argv[0]).name
         self.stats.count(name)
         base = dict(os.environ) if self.env is None else dict(self.env)
         if env:
             base.update(env)
+        limit = self.timeout_s if timeout_s is None else timeout_s
         run = argv
         killer = shutil.which("timeout", path=base.get("PATH")) if hard_limit else None
         if killer:
-            run = [killer, "-s", "KILL", f"{max(1, int(self.timeout_s))}", *argv]
+            run = [killer, "-s", "KILL", f"{max(1, int(limit))}", *argv]
         started = time.monotonic()
         outcome = "error"
         try:
-            with anyio.fail_after(self.timeout_s + (1 if killer else 0)):
+            with anyio.fail_after(limit + (1 if killer else 0)):
                 proc = await anyio.run_process(run, env=base, cwd=cwd, check=False)
             if killer and proc.returncode == _KILLED_BY_TIMEOUT:
                 outcome = "timeout"
-                raise SlurmUnavailable(f"{name} did not finish within {self.timeout_s:.0f}s: killed")
+                raise SlurmUnavailable(f"{what or name} did not finish within {limit:.0f}s: killed")
             outcome = "ok" if proc.returncode == 0 else "error"
             return proc
         except TimeoutError as exc:
             outcome = "timeout"
-            raise SlurmUnavailable(f"{name} did not answer within {self.timeout_s:.0f}s") from exc
+            raise SlurmUnavailable(f"{what or name} did not answer within {limit:.0f}s") from exc
         except OSError as exc:
             raise SlurmUnavailable(f"could not run {argv[0]}: {exc}") from exc
         finally:
@@ -290,6 +294,33 @@ class SlurmClient:
         if proc.returncode != 0:
             raise self._fail(argv, proc)
         return proc.stdout.decode(errors="replace").strip()
+
+    async def hostnames(self, nodelist: str) -> list[str]:
+        """`node[1-2]` -> `node1`, `node2` (Slurm's own expansion: `scontrol show hostnames`)."""
+        if not nodelist.strip():
+            return []
+        argv = [self._exe("scontrol"), "show", "hostnames", nodelist]
+        proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        return proc.stdout.decode(errors="replace").split()
+
+    async def run_in_job(
+        self, job_id: str, node: str, argv: list[str], *, timeout_s: float
+    ) -> subprocess.CompletedProcess[bytes]:
+        """One task of `argv` on `node` inside the running job, beside its steps (`srun --overlap`), killed
+        after `timeout_s`: what act/forensics.py uses to look inside a hung job before it is cancelled."""
+        full = [
+            self._exe("srun"),
+            "--overlap",
+            f"--jobid={job_id}",
+            f"--nodelist={node}",
+            "--nodes=1",
+            "--ntasks=1",
+            "--quiet",
+            *argv,
+        ]
+        return await self._run(full, timeout_s=timeout_s, what=f"srun on {node}")
 
     async def show_job(self, job_id: str) -> dict[str, str]:
         """`scontrol show job` of one job (its state, user, work dir, output file...)."""

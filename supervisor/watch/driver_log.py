@@ -57,13 +57,20 @@ class CheckpointSaving:
 
 
 @dataclass(frozen=True, slots=True)
+class ValidationStarted:
+    """`Starting validation at step N`: the validation phase begins (progress that names its phase)."""
+
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
 class Stopped:
     """How the loop ended: `deadline` (checkpoint_must_save_by ran out), `max_steps` or `early_stop`."""
 
     why: str
 
 
-Item = StepStarted | Scalar | CheckpointSaving | Stopped
+Item = StepStarted | Scalar | CheckpointSaving | ValidationStarted | Stopped
 
 
 class DriverLogReader:
@@ -88,7 +95,7 @@ class DriverLogReader:
             return [StepStarted(self.step, self.total)]
         if "validation at step" in line and (m := VALIDATION_AT_RE.search(line)):
             self.validation_step = int(m.group(1))
-            return []
+            return [ValidationStarted(self.validation_step)]
         if "Results:" in line or "Timing:" in line:
             m = BLOCK_RE.search(line)
             if m is not None:

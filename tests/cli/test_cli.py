@@ -1,13 +1,18 @@
-"""The CLI's own behaviour: submit validates before queueing, status shows silences, errors exit non-zero."""
+"""The CLI's own behaviour: submit validates before queueing, status shows silences and a hang's stacks,
+errors exit non-zero."""
 
 import json
+import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
+from supervisor.act.forensics import JobForensics
 from supervisor.cli.common import CliError, open_store
 from supervisor.cli.main import main
 from supervisor.settings import Settings
+from supervisor.slurm.parse import make_job_name
 from supervisor.store import Store
 
 
@@ -80,3 +85,57 @@ def test_the_cli_reads_the_store_but_never_writes_it_beside_the_daemon(tmp_path:
     with pytest.raises(CliError, match="only reads"):
         store.create_run("toy-20261124-000000-abcd", "toy", '{"name": "toy", "command": ["true"]}', "/x")
     assert store.list_runs() == []
+
+
+def test_status_and_logs_show_the_stacks_taken_before_a_hang_was_cancelled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "root"
+    store = Store(root / "state" / "shepherd.sqlite3")
+    run_id = "toy-20261121-000000-abcd"
+    store.create_run(run_id, "toy", '{"name": "toy", "command": ["echo"]}', "/x")
+    store.begin_attempt(run_id, lambda n: make_job_name("toy", n), {})
+    store.attempt_submitted(run_id, 1, "77")
+    run, attempt = store.get_run(run_id), store.get_attempt(run_id, 1)
+    assert run is not None and attempt is not None
+    assert main(["--root", str(root), "logs", "toy", "--source", "forensics"]) == 1
+    assert "no forensics for toy-20261121-000000-abcd" in capsys.readouterr().err
+    frame = {"name": "hang_forever", "filename": "/w/trainer/faults.py", "line": 197}
+    answer = {
+        "node": "node1",
+        "processes": [
+            {
+                "pid": 5,
+                "cmdline": ["python", "-m", "trainer"],
+                "method": "py-spy",
+                "threads": [{"pid": 5, "os_thread_id": 5, "frames": [frame]}],
+            }
+        ],
+        "ray_status": "Active:\n 1 node_abc",
+    }
+
+    class Node:
+        async def job_nodes(self, job_id: str) -> str:
+            return "node1"
+
+        async def hostnames(self, nodelist: str) -> list[str]:
+            return [nodelist]
+
+        async def run_in_job(
+            self, job_id: str, node: str, argv: list[str], *, timeout_s: float
+        ) -> subprocess.CompletedProcess[bytes]:
+            return subprocess.CompletedProcess(argv, 0, json.dumps(answer).encode(), b"")
+
+    collector = JobForensics(Node(), root / "runs")
+    anyio.run(collector.capture, run, attempt, "rollouts-stalled: no progress for 4.5 min in step at step 50")
+    store.close()
+
+    assert main(["--root", str(root), "status", "toy"]) == 0
+    out = capsys.readouterr().out
+    assert "forensics 1 process(es) (1 by py-spy); 1 of 1 driver wait in hang_forever (faults.py:197)" in out
+    assert "--source forensics" in out
+    assert main(["--root", str(root), "logs", "toy", "--source", "forensics"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1] == "rollouts-stalled: no progress for 4.5 min in step at step 50"
+    assert "hang_forever (faults.py:197)  [/w/trainer/faults.py]" in out
+    assert "== ray_status (node1)\nActive:" in out

@@ -9,6 +9,7 @@ import torch
 
 from trainer import faults
 from trainer.generation import GenerationResult, make_backend
+from trainer.stacks import enable_stack_dump
 from trainer.workers import rng
 from trainer.workers.policy import pick_device
 
@@ -22,6 +23,7 @@ class RolloutWorker:
         torch_threads: int = 1,
         seed: int = 0,
     ) -> None:
+        enable_stack_dump()  # where this actor is stuck, on SIGUSR2 (Shepherd's forensics)
         torch.set_num_threads(torch_threads)
         rng.seed_all(seed)
         dev = pick_device(device)

@@ -1,0 +1,105 @@
+"""A real hung GRPO run on the dev cluster: our trainer under ray.sub, steps of a second or two, validations
+much longer than a step, then the trainer's `hang` fault (its rollout worker never returns). The learnt bound
+declares the hang (the validations before it are not flagged), the stacks are taken from the job's node
+before the cancel and show the hanging function, and the run resumes from its checkpoint and completes.
+
+The rule is the shipped one with a floor and history small enough for a test (20 s, 3 samples); the
+benchmark (bench/hang_detection.py) covers the shipped values.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.daemon import REPO, DaemonProcess
+
+pytestmark = [pytest.mark.slurm, pytest.mark.ray]
+
+RULES = """\
+rules:
+  - name: rollouts-stalled
+    description: no training progress
+    priority: 30
+    category: stall
+    retryable: true
+    max_retries: 2
+    trigger:
+      kind: stalled
+      for: 4m
+      keys: [step, rollouts, status, checkpoint, validation]
+      learn: {k: 3, floor: 20s, min_samples: 3}
+    actions:
+      - resume: {from: latest}
+      - alert: {level: warning, message: "{run}: stalled"}
+"""
+
+
+def spec(tmp: Path) -> Path:
+    logs, ckpt = tmp / "trainer-logs", tmp / "ckpt"
+    ckpt.mkdir()
+    (tmp / "rules.yaml").write_text(RULES)
+    command = [
+        "python", "-m", "trainer", "--config", str(REPO / "examples" / "toy-grpo.yaml"),
+        "grpo.max_num_steps=16", "grpo.val_period=5", "grpo.val_at_start=false",
+        "grpo.max_val_samples=30000",  # a validation many times longer than a step, silent throughout
+        "checkpointing.save_period=5", f"checkpointing.checkpoint_dir={ckpt}", f"logger.log_dir={logs}",
+        "cluster.num_cpus=2", "fault.kind=hang", "fault.at_step=14",
+    ]  # fmt: skip
+    path = tmp / "hang.yaml"
+    path.write_text(
+        "\n".join(
+            [
+                "name: hang",
+                f"workdir: {REPO}",
+                f"command: {json.dumps(command)}",
+                "slurm: {nodes: 1, cpus: 2, mem: 4G, time: '00:20:00'}",
+                f"trainer_log_dir: {logs}",
+                f"checkpoint: {{dir: {ckpt}, metric: 'val:accuracy', higher_is_better: true}}",
+                "resume: {backoff_s: 0, pass_checkpoint: ['--resume-from', '{checkpoint}']}",
+                f"rules: {{files: [{tmp / 'rules.yaml'}]}}",
+            ]
+        )
+        + "\n"
+    )
+    return path
+
+
+@pytest.mark.timeout(1200)
+def test_a_hung_trainer_is_found_by_its_rhythm_its_stacks_kept_then_cancelled_and_resumed(
+    tmp_path: Path, slurm_cluster: Any, ray_env: dict[str, str]
+) -> None:
+    d = DaemonProcess(tmp_path / "root", env={**ray_env, "SHEPHERD_FORENSICS__TIMEOUT_S": "60"})
+    d.start()
+    try:
+        run = d.submit(spec(tmp_path))
+        final = d.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP", "CANCELLED"}, timeout=1100)
+        status = d.status(run)
+        logs = d.cli("logs", run, "--source", "forensics", check=False)
+    finally:
+        d.stop()
+    stalls = [x for x in status["decisions"] if x["rule"] == "rollouts-stalled"]
+    assert final["state"] == "COMPLETED", (status, d.log_text()[-3000:])
+    # One stall, at the hang: the validations (silent for many steps' worth) were not flagged.
+    [stall] = stalls
+    ev = stall["evidence"]
+    assert stall["attempt"] == 1 and ev["phase"] == "generation", stall
+    assert ev["expected_s"] is not None and ev["bound_s"] < 240, (
+        stall
+    )  # the learnt bound, not the fixed 4 min
+    assert "learnt bound" in stall["reason"] and "at step 13" in stall["reason"]
+    assert "cancelled job" in stall["outcome"] and "resuming from step_10" in stall["outcome"]
+    first, second = status["attempt_list"][:2]
+    assert first["slurm_state"] == "CANCELLED" and second["checkpoint"].endswith("step_10")
+    # The stacks were taken before the cancel and show where the rollout worker hangs.
+    folder = tmp_path / "root" / "runs" / run / "forensics" / "attempt-1"
+    stacks = (folder / "stacks.txt").read_text()
+    assert "hang_forever" in stacks, stacks[-3000:]
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["processes"] >= 2 and set(summary["methods"]) <= {"py-spy", "faulthandler"}
+    assert any(e["kind"] == "forensics" for e in status["events"])
+    assert status["forensics"]["path"] == str(folder)
+    assert logs.returncode == 0 and "hang_forever" in logs.stdout

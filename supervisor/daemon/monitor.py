@@ -618,13 +618,7 @@ class Monitor:
 
     def read_trainer(self, w: AttemptWatch) -> list[Match]:
         now = self.clock()
-        out: list[Match] = self.read_bars(w)
-        if w.status is not None:
-            for pev in w.status.poll_events(w.run_id, w.n, now):
-                out += feed(w.rules, w.state, pev)
-                if pev.key == "status":
-                    w.progress["status"] = dict(pev.detail)
-                    self.record_marks(w, w.marks.status(pev.detail, now))
+        out: list[Match] = self.read_bars(w) + self.read_status(w, now)
         if w.spec.trainer_log_dir is not None:
             # The metrics file and event files are shared by a run's attempts: rows dated before this attempt
             # was even submitted are the last attempt's, written as it died (a NaN step the rollback already
@@ -636,6 +630,17 @@ class Monitor:
                 out += feed(w.rules, w.state, mev)
             self._mark_metric_steps(w, events, now)
             self._note_metrics(w, events)
+        return out
+
+    def read_status(self, w: AttemptWatch, now: float) -> list[Match]:
+        """The trainer's status.json, if it changed: its phase and step, as progress for the rules."""
+        out: list[Match] = []
+        if w.status is not None:
+            for pev in w.status.poll_events(w.run_id, w.n, now):
+                out += feed(w.rules, w.state, pev)
+                if pev.key == "status":
+                    w.progress["status"] = dict(pev.detail)
+                    self.record_marks(w, w.marks.status(pev.detail, now))
         return out
 
     def _mark_metric_steps(self, w: AttemptWatch, events: list[MetricEvent], now: float) -> None:
@@ -788,6 +793,10 @@ class Monitor:
                 if any(p not in w.files and p not in w.trainer_paths for p in changed):
                     self._refresh_files(w)
                 matches = await self._read_off_loop(w, {p for p in changed if p in w.files})
+                if w.status is not None and str(w.status.path) in trainer:
+                    # Each phase the trainer writes is seen when it is written, not only at the next tick: a
+                    # phase shorter than a tick would otherwise never be learnt (rules/rhythm.py).
+                    matches += self.read_status(w, self.clock())
             await self.dispatch(w, matches)
             self.heartbeats.beat_if_registered(self.LOOP)
 

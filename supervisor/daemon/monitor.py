@@ -69,6 +69,7 @@ log = structlog.get_logger(__name__)
 DRAIN_AFTER_END_S = 15.0  # keep reading an ended attempt's files this long: the last lines land late
 REFRESH_EVERY_S = 10.0
 ENDED_STALL_SOURCE = "shepherd-monitor"  # the source name of the line the ENDED check feeds the rules
+RHYTHM_KEY = "rhythm"  # the progress snapshot's entry for what a run's rhythm taught (rules/rhythm.py)
 LOAD_EVERY_S = 10.0  # how often the polling load is written for `shepherd status`
 OVER_BUDGET_REPEAT_S = 600.0  # an over-budget warning is repeated this often while it lasts
 
@@ -198,8 +199,8 @@ class Monitor:
         self._unsaved: dict[tuple[str, int], set[str]] = {}
         self._scalar_cursors: dict[tuple[str, int], dict[str, FileCursor]] = {}
         # per run: the phase samples its stalled triggers learnt (rules/rhythm.py), handed to its next attempt
-        # so a resumed run is held to its own rhythm from its first warm step; in memory (a restarted daemon
-        # learns again, under the fixed bound meanwhile)
+        # so a resumed run is held to its own rhythm from its first warm step; saved with the progress
+        # snapshot (RHYTHM_KEY), so a restarted daemon does not go back to the fixed bound
         self._learnt: dict[str, dict[str, Rhythm]] = {}
         self._reading = anyio.Lock()  # one attempt's files and matcher state at a time (a worker thread)
         self.on_log_bytes: Callable[[int], None] | None = None  # told how many log bytes each read took in
@@ -243,7 +244,7 @@ class Monitor:
         st = MatcherState(run_id=run.id, attempt=attempt.n)
         st.rhythms = {
             k: Rhythm(samples={p: list(xs) for p, xs in r.samples.items()})
-            for k, r in self._learnt.get(run.id, {}).items()
+            for k, r in self._learnt_by(run.id).items()
         }
         adopted = attempt.overrides if attempt.overrides.get("adopted") else {}  # where a job by hand writes
         w = AttemptWatch(
@@ -693,8 +694,18 @@ class Monitor:
         return scan_lines(w.rules, w.state, [line], ENDED_STALL_SOURCE, 1, now)
 
     def persist_progress(self, w: AttemptWatch) -> None:
-        if w.progress:
-            self.store.save_progress(w.run_id, w.n, json.dumps(w.progress, default=str))
+        """The progress snapshot `status` and `watch` show, with what the run's rhythm taught so far."""
+        learnt = {k: {"samples": r.samples} for k, r in w.state.rhythms.items() if r.samples}
+        if w.progress or learnt:
+            data = {**w.progress, RHYTHM_KEY: learnt} if learnt else w.progress
+            self.store.save_progress(w.run_id, w.n, json.dumps(data, default=str))
+
+    def _learnt_by(self, run_id: str) -> dict[str, Rhythm]:
+        """What the run's earlier attempts taught: this daemon's, else what was saved before a restart."""
+        if run_id not in self._learnt:
+            snap = self.store.load_progress(run_id)
+            self._learnt[run_id] = MatcherState.rhythms_from(snap[2].get(RHYTHM_KEY)) if snap else {}
+        return self._learnt[run_id]
 
     # ---- acting -------------------------------------------------------------------------------------
     def persist_cursors(self, w: AttemptWatch | None = None) -> None:

@@ -250,6 +250,17 @@ class ForensicsSettings(BaseModel):
     timeout_s: float = Field(
         default=30.0, gt=0, le=600, description="per node, all nodes at once; then the decision goes ahead"
     )
+    on_failures: bool = Field(
+        default=True,
+        description="also capture when a failure rule (an OOM, an NCCL error...) ends a job whose processes "
+        "still run, within `failure_timeout_s`",
+    )
+    failure_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="the cheaper bound for a failure's capture: the job is dying anyway, the resume waits",
+    )
 
 
 class Settings(BaseSettings):

@@ -69,6 +69,10 @@ log = structlog.get_logger(__name__)
 UNRECOGNISED = "unrecognised-failure"
 Effects = list[Callable[[], None]]  # a decision's messages, queued when its outcome commits
 Investigation = tuple[RunRow, AttemptRow, Match, int]  # a hang's decision waiting for its forensics
+# A failure whose processes may still be alive to show where they were (not a time limit, a preemption, a
+# pending job), and the actions that end the job: the stacks are taken before those end it.
+CAPTURED_FAILURES = frozenset({"failure", "node_failure"})
+ENDS_THE_JOB = frozenset({"resume", "cancel", "give_up"})
 MAX_INVESTIGATIONS = 16  # waiting at once; beyond, a hang is acted on without its stacks (said in the log)
 
 
@@ -246,17 +250,22 @@ class Actions:
                 self._investigations[0].send_nowait((run, attempt, m, decision_id))
                 return
             except anyio.WouldBlock:
-                log.warning("too many hangs under investigation: acting without stacks", run_id=run.id)
+                log.warning("too many jobs under investigation: acting without stacks", run_id=run.id)
         await self._act(run, attempt, m, spec, decision_id)
 
     def _investigate_first(self, m: Match, attempt: AttemptRow) -> bool:
-        """A hang of a live job, with a collector and its task running: take the stacks before acting."""
+        """With a collector and its task running, the stacks are taken before acting on a hang of a live
+        job, and (cheaply, `forensics.on_failures`) on a failure that ends a job whose processes still run."""
+        cfg = self.settings.forensics
+        if self.forensics is None or not self._investigating or not cfg.enabled or attempt.live_job is None:
+            return False
+        if m.category == "stall":
+            return True
         return (
-            self.forensics is not None
-            and self._investigating
-            and self.settings.forensics.enabled
-            and m.category == "stall"
-            and attempt.live_job is not None
+            cfg.on_failures
+            and m.category in CAPTURED_FAILURES
+            and attempt.slurm_state == JobState.RUNNING.value
+            and any(a.kind in ENDS_THE_JOB for a in m.actions)
         )
 
     async def run_forensics(self) -> None:
@@ -273,7 +282,8 @@ class Actions:
         stacks: StackSummary | None = None
         assert self.forensics is not None
         try:
-            stacks = await self.forensics.capture(run, attempt, m.reason)
+            cheap = None if m.category == "stall" else self.settings.forensics.failure_timeout_s
+            stacks = await self.forensics.capture(run, attempt, m.reason, timeout_s=cheap)
         except Exception:
             log.exception("forensics failed; acting without them", run_id=run.id, attempt=attempt.n)
         if stacks is not None:

@@ -46,7 +46,9 @@ PROBE_SOURCE = Path(forensics_probe.__file__).read_text()
 class Forensics(Protocol):
     """What acting on a hang asks before the cancel: the evidence, stored, and its summary (None: nothing)."""
 
-    async def capture(self, run: RunRow, attempt: AttemptRow, reason: str) -> StackSummary | None: ...
+    async def capture(
+        self, run: RunRow, attempt: AttemptRow, reason: str, *, timeout_s: float | None = None
+    ) -> StackSummary | None: ...
 
 
 class NodeRunner(Protocol):
@@ -85,7 +87,11 @@ class JobForensics:
     python: str = "python3"
     grace_s: float = 5.0  # beyond a node's own timeout, before the collector stops waiting for its runner
 
-    async def capture(self, run: RunRow, attempt: AttemptRow, reason: str) -> StackSummary | None:
+    async def capture(
+        self, run: RunRow, attempt: AttemptRow, reason: str, *, timeout_s: float | None = None
+    ) -> StackSummary | None:
+        """Every node's answer within `timeout_s` (the collector's own, unless given), kept and summarised."""
+        limit = self.timeout_s if timeout_s is None else timeout_s
         job = attempt.live_job or attempt.job_id
         if not job:
             return None
@@ -94,7 +100,7 @@ class JobForensics:
         notes: list[str] = []
         names: list[str] = []
         try:
-            with anyio.fail_after(self.timeout_s):
+            with anyio.fail_after(limit):
                 names = await self.nodes.hostnames(await self.nodes.job_nodes(job))
         except Exception as exc:  # Slurm's own error, a timeout: the evidence is what it is
             notes.append(f"the job's nodes are unknown: {exc}")
@@ -103,12 +109,12 @@ class JobForensics:
 
         async def one(node: str) -> None:
             # the probe bounds each of its commands; this bounds the node as a whole (srun itself may hang)
-            per_cmd = max(1.0, self.timeout_s / 3)
+            per_cmd = max(1.0, limit / 3)
             argv = [self.python, "-c", PROBE_SOURCE, job, f"{per_cmd:g}"]
             try:
                 # srun is killed after timeout_s; the grace covers a runner that would not come back at all
-                with anyio.fail_after(self.timeout_s + self.grace_s):
-                    proc = await self.nodes.run_in_job(job, node, argv, timeout_s=self.timeout_s)
+                with anyio.fail_after(limit + self.grace_s):
+                    proc = await self.nodes.run_in_job(job, node, argv, timeout_s=limit)
                 answer = json.loads(proc.stdout.decode(errors="replace") or "{}")
                 answers[node] = answer if isinstance(answer, dict) else {}
                 if proc.returncode != 0:
@@ -116,7 +122,7 @@ class JobForensics:
                     notes.append(f"{node}: probe exited {proc.returncode}: {err}")
             except TimeoutError:
                 unanswered.append(node)
-                notes.append(f"{node}: did not answer within {self.timeout_s + self.grace_s:g}s")
+                notes.append(f"{node}: did not answer within {limit + self.grace_s:g}s")
             except Exception as exc:  # srun refused, the node is down: the other nodes still count
                 unanswered.append(node)
                 notes.append(f"{node}: {exc}")

@@ -151,9 +151,13 @@ class FakeForensics:
     def __init__(self, world_order: list[str], fail: bool = False) -> None:
         self.order, self.fail = world_order, fail
         self.asked: list[tuple[str, int, str]] = []
+        self.timeouts: list[float | None] = []
 
-    async def capture(self, run: RunRow, attempt: AttemptRow, reason: str) -> StackSummary | None:
+    async def capture(
+        self, run: RunRow, attempt: AttemptRow, reason: str, *, timeout_s: float | None = None
+    ) -> StackSummary | None:
         self.asked.append((run.id, attempt.n, reason))
+        self.timeouts.append(timeout_s)
         self.order.append("forensics")
         if self.fail:
             raise RuntimeError("the collector broke")
@@ -208,7 +212,7 @@ def test_a_hang_is_investigated_before_the_cancel_and_the_alert_carries_the_summ
     w.actions.forensics = fake
     anyio.run(w.decide_with_forensics_running, stall())
     assert w.order == ["forensics", "cancel 77"]
-    assert fake.asked[0][:2] == ("r1", 1)
+    assert fake.asked[0][:2] == ("r1", 1) and fake.timeouts == [None]  # the collector's full timeout_s
     (notice,) = w.notices
     assert "3 of 4 RolloutWorker wait in hang_forever (faults.py:197)" in notice.fields["stacks"]
     assert notice.fields["exclude_node"] == "node2"
@@ -238,3 +242,37 @@ def test_without_the_forensics_task_or_for_other_failures_the_decision_is_immedi
         m = dataclasses.replace(m, category="failure")
     anyio.run(w.actions.on_match, w.run, w.attempt, m)  # no run_forensics task: nothing would ever take it
     assert w.order == ["cancel 77"]
+
+
+def test_a_failure_that_ends_a_running_job_is_investigated_first_within_the_cheaper_bound(
+    tmp_path: Path,
+) -> None:
+    w = World(tmp_path)
+    fake = FakeForensics(w.order)
+    w.actions.forensics = fake
+    oom = dataclasses.replace(stall(), category="failure", rule="cuda-oom")
+    anyio.run(w.decide_with_forensics_running, oom)
+    assert w.order == ["forensics", "cancel 77"]
+    assert fake.timeouts == [w.settings.forensics.failure_timeout_s]  # a hang gets the full timeout_s
+    assert "Stacks:" in w.notices[0].text
+
+
+def test_a_failure_that_only_alerts_takes_no_stacks(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    fake = FakeForensics(w.order)
+    w.actions.forensics = fake
+    m = stall()
+    warn = dataclasses.replace(
+        m, category="failure", actions=tuple(a for a in m.actions if a.kind == "alert")
+    )
+
+    async def decide() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(w.actions.run_forensics)
+            await anyio.lowlevel.checkpoint()
+            await w.actions.on_match(w.run, w.attempt, warn)
+            tg.cancel_scope.cancel()
+
+    anyio.run(decide)
+    assert fake.asked == [] and w.order == []
+    assert w.store.decisions("r1")[0].outcome == "alerted"

@@ -35,8 +35,8 @@ The same trace is replayed under three strategies, each with its real cadence:
                   cadences are the daemon's defaults (settings.py): log files polled every
                   watch.poll_interval_s (shared filesystems), Slurm every slurm.steady_poll_interval_s. When
                   the policy stops resuming, a human must `shepherd resume` (same reaction time as above).
-                  Hang detection is today's fixed 30-minute stall rule; --learnt-hang-bound-s models the
-                  learnt bound being built now (off by default; a projection line shows what it would give).
+                  Hang detection is the shipped learnt rule, fed the attempt's step banners before the hang;
+                  a comparison line shows the old fixed 30-minute rule (--fixed-hang-bound-s).
 
 All three share the time model for Slurm requeue and start-up (--queue-wait-s, --startup-s, --job-exit-s,
 --cancel-s), the checkpoint interval and save time (--checkpoint-interval-s, --checkpoint-save-s) and the
@@ -53,7 +53,7 @@ watchdog and SlurmdTimeout, the queue wait and the recompute excluded), as a fra
 Prints lost GPU-hours per failure by cause and the goodput of each strategy, ratios against the human
 baseline, writes bench/results/goodput.json; the LAST line is a JSON object with goodput (per strategy),
 shepherd_overhead_fraction_of_mtbf and shepherd_best_goodput.
-Usage: .venv/bin/python bench/goodput.py [--seed 405] [--hang-fraction 0.05] [--learnt-hang-bound-s 300] ...
+Usage: .venv/bin/python bench/goodput.py [--seed 405] [--hang-fraction 0.05] [--fixed-hang-bound-s 1800] ...
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ from supervisor.rules.engine import (
     note_files,
     scan_lines,
 )
+from supervisor.rules.rhythm import Rhythm
 from supervisor.settings import Settings
 from supervisor.watch.lines import normalise_text
 
@@ -119,6 +120,7 @@ LINES = {
 }
 STATES = {"host": JobState.NODE_FAIL, "time_limit": JobState.TIMEOUT, "planned": JobState.PREEMPTED}
 STRATEGIES = ("human", "poller", "shepherd")
+RECENT_STEPS = 30  # steps fed to the stalled trigger before a hang: enough to learn (min_samples), cheap
 HISTORY = 64  # attempts the policy is shown (see ShepherdDecider.decide)
 KEEP_CHECKPOINTS = 3  # the newest checkpoints the trainer keeps on disk (NeMo RL's keep_top_k + latest)
 LABEL = {
@@ -188,12 +190,15 @@ def next_poll(t: float, period: float, phase: float) -> float:
 class ShepherdDecider:
     """The real rules, history, policy and plan over the run so far, as the daemon would call them."""
 
-    def __init__(self, rules: RuleSet, spec: JobSpec) -> None:
+    def __init__(self, rules: RuleSet, spec: JobSpec, *, step_s: float, startup_s: float) -> None:
         self.rules = rules
         self.spec = spec
         self.cfg = policy_config(spec)
         self.attempts: list[AttemptRow] = []
         self.decisions: list[DecisionRow] = []
+        self.step_s, self.startup_s = step_s, startup_s
+        # what the stalled trigger learnt of the run's rhythm, handed to each next attempt as the monitor does
+        self.learnt: dict[str, Rhythm] = {}
 
     def attempt_row(
         self, n: int, submitted: float, started: float, ended: float | None, start_step: int
@@ -231,14 +236,26 @@ class ShepherdDecider:
     ) -> Match | None:
         """What the default rules make of this failure, through the real engine (None: no rule knows it).
 
-        A hang is the clock's business: the monitor ticks every second from the last progress (`seen`) until
-        a stall rule fires or the job's time limit (`until`) comes first."""
+        A hang is the clock's business: the attempt's last steps (up to `seen`, the last progress) teach the
+        stalled trigger the run's rhythm (NeMo RL's step banners: one whole step per beat), then the monitor
+        ticks every second until a stall rule fires or the job's time limit (`until`) comes first."""
         st = MatcherState(run_id=RUN, attempt=n, job_id=str(10000 + n))
+        st.rhythms = {
+            k: Rhythm(samples={p: list(xs) for p, xs in r.samples.items()}) for k, r in self.learnt.items()
+        }
         feed(self.rules, st, StateEvent(RUN, n, str(10000 + n), JobState.RUNNING, at=started))
         note_files(st, ["STARTED_RAY_HEAD", "ray-head.log", "ray-driver.log"])  # Ray came up
         found: list[Match] = []
         if cause == "hang":
-            feed(self.rules, st, ProgressEvent(RUN, n, "step", 1.0, at=seen))
+            first = started + self.startup_s  # the first step's banner
+            steps = max(0, int((seen - first) // self.step_s))
+            for j in range(min(steps, RECENT_STEPS), -1, -1):  # the last ones, the newest at `seen`
+                feed(
+                    self.rules,
+                    st,
+                    ProgressEvent(RUN, n, "step", float(steps - j + 1), at=seen - j * self.step_s),
+                )
+            self.learnt = st.rhythms
             t = seen
             while not found and t < until:
                 found = feed(self.rules, st, Tick(t))
@@ -340,7 +357,7 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
             "checkpoint": {"dir": "/ckpt"},
         }
     )
-    decider = ShepherdDecider(rules, spec)
+    decider = ShepherdDecider(rules, spec, step_s=args.step_s, startup_s=args.startup_s)
     out = Outcome()
     saved_steps: list[int] = [0]  # complete checkpoints on disk (campaign steps)
     submit_at, work, i = 0.0, 0.0, 0
@@ -606,13 +623,11 @@ def main() -> int:
     )
     ap.add_argument("--human-resubmit-s", type=float, default=120.0, help="a human's resubmission")
     ap.add_argument(
-        "--learnt-hang-bound-s",
+        "--fixed-hang-bound-s",
         type=float,
-        default=None,
-        help="model Shepherd's hang detection as a learnt bound (default: the fixed 30-min rule)",
-    )
-    ap.add_argument(
-        "--projection-bound-s", type=float, default=300.0, help="learnt bound for the projection line"
+        default=1800.0,
+        help="the comparison line: Shepherd with a fixed stall bound instead of the shipped learnt one "
+        "(1800 = the 30-min rule before the learnt bound)",
     )
     ap.add_argument("--no-save", action="store_true", help=f"do not write {RESULTS}")
     args = ap.parse_args()
@@ -620,18 +635,16 @@ def main() -> int:
     t0 = time.perf_counter()
     default_rules = load_ruleset()
     check_lines(default_rules)
-    rules = stall_rules(args.learnt_hang_bound_s) if args.learnt_hang_bound_s else default_rules
+    rules = default_rules  # the shipped rollouts-stalled: learnt from the run's steps (rules/rhythm.py)
     events = trace(args)
     mtbf = args.days * 86400.0 / sum(CAUSES.values())
     res = {st: summarise(simulate(st, events, args, rules), args) for st in STRATEGIES}
-    projection = summarise(simulate("shepherd", events, args, stall_rules(args.projection_bound_s)), args)
+    fixed = summarise(simulate("shepherd", events, args, stall_rules(args.fixed_hang_bound_s)), args)
     elapsed = time.perf_counter() - t0
 
     hang_model = (
-        f"learnt bound {args.learnt_hang_bound_s:.0f} s (--learnt-hang-bound-s)"
-        if args.learnt_hang_bound_s
-        else "today's fixed 30-min stall rule (rollouts-stalled); a learnt bound is being built: "
-        "--learnt-hang-bound-s N models it"
+        "the shipped rollouts-stalled rule: max(3 x p99 of the run's own steps, 4.5 min), learnt from the "
+        f"attempt's steps ({args.step_s:g} s each) and those before"
     )
     hangs = sum(1 for e in events if e.hang)
     print(
@@ -663,7 +676,7 @@ def main() -> int:
         )
     sh = res["shepherd"]
     frac = sh["overhead_s_per_failure"] / mtbf
-    proj_frac = projection["overhead_s_per_failure"] / mtbf
+    fixed_frac = fixed["overhead_s_per_failure"] / mtbf
     best = sh["goodput"] >= max(r["goodput"] for r in res.values())
     print(
         f"\nShepherd's own overhead per failure (visible -> decided -> resubmitted): "
@@ -683,9 +696,9 @@ def main() -> int:
         f"p50 {sh['decision_cpu_ms_p50']:.2f} ms"
     )
     print(
-        f"  projection with a learnt hang bound of {args.projection_bound_s:.0f} s (not built yet): overhead "
-        f"{projection['overhead_s_per_failure']:.0f} s = {100 * proj_frac:.2f}% of the MTBF, goodput "
-        f"{100 * projection['goodput']:.2f}%"
+        f"  with a fixed {args.fixed_hang_bound_s / 60:.0f}-min stall bound instead of the learnt one: overhead "
+        f"{fixed['overhead_s_per_failure']:.0f} s = {100 * fixed_frac:.2f}% of the MTBF, goodput "
+        f"{100 * fixed['goodput']:.2f}%"
     )
     print(
         f"Shepherd has the best goodput of the three: {'yes' if best else 'NO'}; simulated in {elapsed:.1f} s"
@@ -700,11 +713,11 @@ def main() -> int:
         "shepherd_stops_for_a_human": sh["stops_for_a_human"],
         "shepherd_best_goodput": best,
         "mtbf_s": round(mtbf, 1),
-        "hang_detection": "learnt" if args.learnt_hang_bound_s else "fixed-30min",
-        "projection_learnt_bound": {
-            "bound_s": args.projection_bound_s,
-            "overhead_fraction_of_mtbf": round(proj_frac, 5),
-            "goodput": round(projection["goodput"], 5),
+        "hang_detection": "learnt",
+        "with_fixed_hang_bound": {
+            "bound_s": args.fixed_hang_bound_s,
+            "overhead_fraction_of_mtbf": round(fixed_frac, 5),
+            "goodput": round(fixed["goodput"], 5),
         },
         "elapsed_s": round(elapsed, 1),
     }
@@ -712,7 +725,7 @@ def main() -> int:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(
             json.dumps(
-                {"params": vars(args), "strategies": res, "projection": projection, "summary": last},
+                {"params": vars(args), "strategies": res, "with_fixed_hang_bound": fixed, "summary": last},
                 indent=2,
                 default=str,
             )

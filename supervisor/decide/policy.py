@@ -9,8 +9,11 @@ What the best supervisors get wrong, and what this does instead:
   retry, others three; both per rule;
 * time limits and preemptions are the chain working and cost nothing, unless
   the attempt never wrote a checkpoint (then it is a loop in disguise);
-* the same signature N times in a row stops, whatever the budget says (a rule may set its own N: a NaN
-  rollback gives up on the second divergence even when the rolled-back attempt wrote checkpoints first);
+* the same signature N times in a row stops, whatever the budget says, unless every one of those attempts
+  made progress: at scale the same hardware fault recurs on other nodes while the run advances, and stopping
+  then idles every GPU until a person answers, so the run resumes and the reason says it (a rule may set its
+  own N, which always stops: a NaN rollback gives up on the second divergence even when the rolled-back
+  attempt wrote checkpoints first);
 * thrashing (> 4 failures in 10 min, > 10 in an hour) stops;
 * backoff doubles from 60 s to 30 min and resets after 10 min of healthy running.
 
@@ -196,7 +199,12 @@ def decide(history: Sequence[AttemptRecord], now: float, cfg: PolicyConfig | Non
             consecutive_failures=c,
         )
     streak = same_signature_streak(history)
+    note = ""
     if streak >= (last.same_signature_limit or cfg.same_signature_limit):
+        streaked = [a for a in history if counts_as_failure(a)][-streak:]
+        if last.same_signature_limit is None and all(made_progress(a, cfg) for a in streaked):
+            note = f"; the same failure {streak} times in a row, each after progress: resuming, worth a look"
+    if streak >= (last.same_signature_limit or cfg.same_signature_limit) and not note:
         return Decision(
             "give_up",
             now,
@@ -214,7 +222,7 @@ def decide(history: Sequence[AttemptRecord], now: float, cfg: PolicyConfig | Non
     return Decision(
         "resume",
         at,
-        f"{why}: backing off {delay:.0f} s after {n} {noun}; budget {left}/{limit} left",
+        f"{why}: backing off {delay:.0f} s after {n} {noun}; budget {left}/{limit} left{note}",
         budget_left=left,
         budget_total=limit,
         backoff_s=delay,

@@ -110,11 +110,22 @@ def test_time_limit_without_any_checkpoint_consumes_the_budget() -> None:
     assert "never wrote a checkpoint" in decide(hist[:1], now=HOUR + 3000).reason
 
 
-def test_same_signature_in_a_row_stops_even_with_progress() -> None:
-    hist = [fail(i, start=i * HOUR, runtime=1800, ckpt=(i, i + 1), sig="nccl-error:N") for i in range(1, 5)]
+def test_same_signature_in_a_row_stops_within_the_budget_when_an_attempt_made_no_progress() -> None:
+    hist = [fail(i, start=i * HOUR, runtime=1800, ckpt=(i, i + 1), sig="nccl-error:N") for i in range(1, 4)]
+    hist.append(fail(4, start=4 * HOUR, runtime=1800, ckpt=(4, 4), sig="nccl-error:N"))  # no new checkpoint
     assert decide(hist[:3], now=3 * HOUR + 1800).action == "resume"
     d = decide(hist, now=4 * HOUR + 1800)
     assert d.action == "give_up" and "4 times in a row" in d.reason
+    assert d.consecutive_failures == 2  # the budget alone would have resumed
+
+
+def test_the_same_failure_after_progress_every_time_resumes_and_says_so() -> None:
+    """A GPU fault on another node each time, the run advancing between them: stopping would idle the
+    allocation until a person answers, for nothing a person could fix sooner."""
+    hist = [fail(i, start=i * HOUR, runtime=1800, ckpt=(i, i + 1), sig="gpu-xid:N") for i in range(1, 6)]
+    d = decide(hist, now=5 * HOUR + 1800)
+    assert d.action == "resume"
+    assert "the same failure 5 times in a row, each after progress: resuming, worth a look" in d.reason
 
 
 def test_thrashing_stops_whatever_the_budget() -> None:

@@ -27,8 +27,11 @@ def test_the_goodput_benchmark_compares_the_three_strategies_on_the_real_decisio
     assert all(0 < g < 1 for g in last["goodput"].values())
     assert last["goodput"]["human"] < last["goodput"]["poller"]  # the same resumes, later
     assert 0 < last["shepherd_overhead_fraction_of_mtbf"] < 1
-    assert isinstance(last["shepherd_best_goodput"], bool) and last["hang_detection"] == "fixed-30min"
-    assert "today's fixed 30-min stall rule" in res.stdout
+    assert isinstance(last["shepherd_best_goodput"], bool) and last["hang_detection"] == "learnt"
+    assert "the shipped rollouts-stalled rule" in res.stdout
+    # the learnt bound (learnt from the steps fed before each hang) beats the old fixed 30 minutes
+    fixed = last["with_fixed_hang_bound"]
+    assert fixed["bound_s"] == 1800 and fixed["goodput"] < last["goodput"]["shepherd"]
     (hang,) = [line.split() for line in lines if line.strip().startswith("hang ")]
     human, poller, shepherd = (float(x.replace(",", "")) for x in hang[2:5])
     assert shepherd < poller / 5 and shepherd < human / 5  # detected by the stall rule, not the time limit

@@ -696,8 +696,8 @@ def main() -> int:
         f"p50 {sh['decision_cpu_ms_p50']:.2f} ms"
     )
     print(
-        f"  with a fixed {args.fixed_hang_bound_s / 60:.0f}-min stall bound instead of the learnt one: overhead "
-        f"{fixed['overhead_s_per_failure']:.0f} s = {100 * fixed_frac:.2f}% of the MTBF, goodput "
+        f"  with a fixed {args.fixed_hang_bound_s / 60:.0f}-min stall bound instead of the learnt one: "
+        f"overhead {fixed['overhead_s_per_failure']:.0f} s = {100 * fixed_frac:.2f}% of the MTBF, goodput "
         f"{100 * fixed['goodput']:.2f}%"
     )
     print(

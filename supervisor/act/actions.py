@@ -232,13 +232,10 @@ class Actions:
                 "decision already taken for this incident", run_id=run.id, attempt=attempt.n, rule=m.rule
             )
             return
-        run = self.store.get_run(run.id) or run
-        if run.state.is_final and run.state != RunState.FAILED:
-            self.store.set_decision_outcome(decision_id, f"ignored: run is {run.state.value}")
+        current = self._still_current(run, attempt, decision_id)
+        if current is None:
             return
-        if attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
-            self.store.set_decision_outcome(decision_id, "ignored: a newer attempt exists")
-            return
+        run = current
         if m.category == "completed" and run.state.next_attempt_pending:
             # A rule already sent this attempt back (a rollback decided while the job was finishing): its
             # COMPLETED end must not complete the run before the next attempt is even submitted.
@@ -252,6 +249,18 @@ class Actions:
             except anyio.WouldBlock:
                 log.warning("too many jobs under investigation: acting without stacks", run_id=run.id)
         await self._act(run, attempt, m, spec, decision_id)
+
+    def _still_current(self, run: RunRow, attempt: AttemptRow, decision_id: int) -> RunRow | None:
+        """The run, fresh from the store, while this decision about `attempt` is still to be carried out;
+        else None, with the reason it is ignored recorded as the decision's outcome."""
+        fresh = self.store.get_run(run.id) or run
+        if fresh.state.is_final and fresh.state != RunState.FAILED:
+            self.store.set_decision_outcome(decision_id, f"ignored: run is {fresh.state.value}")
+            return None
+        if attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
+            self.store.set_decision_outcome(decision_id, "ignored: a newer attempt exists")
+            return None
+        return fresh
 
     def _investigate_first(self, m: Match, attempt: AttemptRow) -> bool:
         """With a collector and its task running, the stacks are taken before acting on a hang of a live
@@ -288,12 +297,8 @@ class Actions:
             log.exception("forensics failed; acting without them", run_id=run.id, attempt=attempt.n)
         if stacks is not None:
             self.store.add_event(run.id, attempt.n, "forensics", stacks.headline()[:500], stacks.to_dict())
-        fresh = self.store.get_run(run.id) or run
-        if fresh.state.is_final and fresh.state != RunState.FAILED:
-            self.store.set_decision_outcome(decision_id, f"ignored: run is {fresh.state.value}")
-            return
-        if attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
-            self.store.set_decision_outcome(decision_id, "ignored: a newer attempt exists")
+        fresh = self._still_current(run, attempt, decision_id)  # the stacks took time: is it still to do?
+        if fresh is None:
             return
         try:
             await self._act(fresh, attempt, m, fresh.spec, decision_id, stacks)

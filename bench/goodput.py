@@ -240,9 +240,7 @@ class ShepherdDecider:
         stalled trigger the run's rhythm (NeMo RL's step banners: one whole step per beat), then the monitor
         ticks every second until a stall rule fires or the job's time limit (`until`) comes first."""
         st = MatcherState(run_id=RUN, attempt=n, job_id=str(10000 + n))
-        st.rhythms = {
-            k: Rhythm(samples={p: list(xs) for p, xs in r.samples.items()}) for k, r in self.learnt.items()
-        }
+        st.rhythms = {k: r.learnt() for k, r in self.learnt.items()}
         feed(self.rules, st, StateEvent(RUN, n, str(10000 + n), JobState.RUNNING, at=started))
         note_files(st, ["STARTED_RAY_HEAD", "ray-head.log", "ray-driver.log"])  # Ray came up
         found: list[Match] = []

@@ -242,10 +242,7 @@ class Monitor:
             log.error("the run's rules do not load; using the default rules", run_id=run.id, error=str(exc))
             rules = load_ruleset()
         st = MatcherState(run_id=run.id, attempt=attempt.n)
-        st.rhythms = {
-            k: Rhythm(samples={p: list(xs) for p, xs in r.samples.items()})
-            for k, r in self._learnt_by(run.id).items()
-        }
+        st.rhythms = {k: r.learnt() for k, r in self._learnt_by(run.id).items()}
         adopted = attempt.overrides if attempt.overrides.get("adopted") else {}  # where a job by hand writes
         w = AttemptWatch(
             run.id,
@@ -695,7 +692,7 @@ class Monitor:
 
     def persist_progress(self, w: AttemptWatch) -> None:
         """The progress snapshot `status` and `watch` show, with what the run's rhythm taught so far."""
-        learnt = {k: {"samples": r.samples} for k, r in w.state.rhythms.items() if r.samples}
+        learnt = {k: r.learnt().to_dict() for k, r in w.state.rhythms.items() if r.samples}
         if w.progress or learnt:
             data = {**w.progress, RHYTHM_KEY: learnt} if learnt else w.progress
             self.store.save_progress(w.run_id, w.n, json.dumps(data, default=str))
@@ -796,15 +793,17 @@ class Monitor:
                 trainer = {
                     p for p in changed if p in w.trainer_paths or os.path.dirname(p) in w.trainer_paths
                 }
-                if trainer:
+                status = str(w.status.path) if w.status is not None else None
+                if trainer - {status}:  # status.json alone is read below, now: nothing else to re-open
                     w.trainer_due = True
+                if trainer:
                     # a new exp dir or event file: list the event files again on the next read
                     w.tb_rescan = w.tb_rescan or any(p not in w.trainer_paths for p in trainer)
                     self._watch_trainer(w)  # from the listings: no I/O
                 if any(p not in w.files and p not in w.trainer_paths for p in changed):
                     self._refresh_files(w)
                 matches = await self._read_off_loop(w, {p for p in changed if p in w.files})
-                if w.status is not None and str(w.status.path) in trainer:
+                if status in trainer:
                     # Each phase the trainer writes is seen when it is written, not only at the next tick: a
                     # phase shorter than a tick would otherwise never be learnt (rules/rhythm.py).
                     matches += self.read_status(w, self.clock())

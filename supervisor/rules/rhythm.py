@@ -164,6 +164,11 @@ class Rhythm:
     positions: dict[str, Position] = field(default_factory=dict)  # key -> where it last was
     fine: bool = False  # the trainer reports its phases (status.json): banners open no phase of their own
 
+    def learnt(self) -> Rhythm:
+        """What carries over to the run's next attempt (or a restarted daemon): the samples, a copy, not
+        where this attempt is."""
+        return Rhythm(samples={p: list(xs) for p, xs in self.samples.items()})
+
     def begin(self, attempt: int, at: float) -> None:
         """A new attempt starts (its job RUNNING at `at`): start-up again; what was learnt stays."""
         self.attempt = attempt

@@ -201,11 +201,19 @@ class ShepherdDecider:
         self.learnt: dict[str, Rhythm] = {}
 
     def attempt_row(
-        self, n: int, submitted: float, started: float, ended: float | None, start_step: int
+        self,
+        n: int,
+        submitted: float,
+        started: float,
+        ended: float | None,
+        start_step: int,
+        *,
+        by_human: bool = False,
     ) -> None:
         overrides = {
             "checkpoint": f"/ckpt/step_{start_step}" if start_step else None,
             "ckpt_step_at_submit": start_step,
+            "resumed_by": "human" if by_human else None,  # as `shepherd resume` records it
         }
         row = AttemptRow(
             RUN,
@@ -359,6 +367,7 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
     out = Outcome()
     saved_steps: list[int] = [0]  # complete checkpoints on disk (campaign steps)
     submit_at, work, i = 0.0, 0.0, 0
+    by_human = False  # the next attempt is a person's resubmission after the policy stopped
     remaining = events[0].gap_s
     while i < len(events):
         ev = events[i]
@@ -387,7 +396,7 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
         stretches = [("checkpointing", t - args.checkpoint_save_s, t) for _, t in ckpts]
         if offset > args.checkpoint_interval_s:
             stretches.append(("checkpointing", fail - (offset - args.checkpoint_interval_s), fail))
-        decider.attempt_row(n, submit_at, started, None, start_step)
+        decider.attempt_row(n, submit_at, started, None, start_step, by_human=by_human)
         if cause == "done":
             end = fail + args.job_exit_s
             out.attempts.append(
@@ -443,7 +452,7 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
                 decider.unrecognised(n, detected)
             if detected < job_end:  # Shepherd cancels a job it has given up on or will resume
                 job_end = min(job_end, detected + args.cancel_s)
-            decider.attempt_row(n, submit_at, started, job_end, start_step)
+            decider.attempt_row(n, submit_at, started, job_end, start_step, by_human=by_human)
             decision = decider.decide(m, n, detected, saved_steps[-1]) if m is not None else None
             out.decision_cpu_s.append(time.perf_counter() - cpu0)
             gone = next_poll(job_end, poll, phase)
@@ -501,6 +510,7 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
             out.stops.append(stop)
         work = resume_step * args.step_s
         submit_at = resubmit
+        by_human = stop is not None
         if cause == "time_limit":
             remaining -= e_event  # the failure clock ran; the trace's event still lies ahead
         else:

@@ -174,6 +174,7 @@ class Controller:
             exclude=overrides.exclude,
             reason=f"resumed by {actor}",
             pinned=checkpoint != "latest",
+            resumed_by=actor,
         )
         self.store.set_run_state(
             run.id,

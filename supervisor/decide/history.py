@@ -82,6 +82,7 @@ def attempt_records(
                 same_signature_limit=info.get("same_signature_limit"),
                 checkpoint_before=_step_at_submit(a.overrides),
                 checkpoint_after=info.get("ckpt_after"),
+                resumed_by_human=bool(a.overrides.get("resumed_by")),
             )
         )
     return records

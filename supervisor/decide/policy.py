@@ -15,6 +15,8 @@ What the best supervisors get wrong, and what this does instead:
   own N, which always stops: a NaN rollback gives up on the second divergence even when the rolled-back
   attempt wrote checkpoints first);
 * thrashing (> 4 failures in 10 min, > 10 in an hour) stops;
+* a person's resume starts the count afresh: budgets, streaks, thrashing and backoff look back no further
+  than the attempt a human started, or a run stopped for a human would stop again at its very next failure;
 * backoff doubles from 60 s to 30 min and resets after 10 min of healthy running.
 
 Every decision carries a human reason for ``shepherd status``.
@@ -50,6 +52,7 @@ class AttemptRecord:
     checkpoint_after: int | None = None  # ... and when it ended
     step_before: int | None = None
     step_after: int | None = None
+    resumed_by_human: bool = False  # a person started this attempt (`shepherd resume`, Slack's /resume)
 
     @property
     def runtime(self) -> float:
@@ -164,11 +167,20 @@ def _thrashing(history: Sequence[AttemptRecord], now: float, cfg: PolicyConfig) 
     return None
 
 
+def since_a_human_resumed(history: Sequence[AttemptRecord]) -> Sequence[AttemptRecord]:
+    """The attempts from the last one a person started on: what came before it, that person has judged."""
+    for i in range(len(history) - 1, -1, -1):
+        if history[i].resumed_by_human:
+            return history[i:]
+    return history
+
+
 def decide(history: Sequence[AttemptRecord], now: float, cfg: PolicyConfig | None = None) -> Decision:
     """What to do after the last attempt in `history` ended."""
     cfg = cfg or PolicyConfig()
     if not history:
         return Decision("none", now, "no attempt yet")
+    history = since_a_human_resumed(history)
     last = history[-1]
     what = last.rule or last.category
     if last.category == "completed":

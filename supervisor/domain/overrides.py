@@ -25,6 +25,9 @@ class AttemptOverrides:
     # Chosen over the newest (a rollback, `best`, a named step): if the old job saves a newer step on its way
     # out, a trainer that resumes by itself must still get this one (act/checkpoints.py, keep_the_choice).
     pinned: bool = False
+    # Who resumed it by hand (`shepherd resume`, Slack): the policy counts budgets and streaks afresh from
+    # an attempt a person started, or it would give up again at the very next failure (decide/policy.py).
+    resumed_by: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> AttemptOverrides:
@@ -37,6 +40,7 @@ class AttemptOverrides:
             mounts=tuple(d.get("mounts") or ()),
             reason=str(d.get("reason") or ""),
             pinned=bool(d.get("pinned", False)),
+            resumed_by=d.get("resumed_by"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -49,6 +53,7 @@ class AttemptOverrides:
             "mounts": list(self.mounts),
             "reason": self.reason,
             "pinned": self.pinned,
+            "resumed_by": self.resumed_by,
         }
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from supervisor.act.control import Controller
 from supervisor.act.mailbox import Mailbox, Reply, Request, ask, serve
+from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import RunState
 from supervisor.lease import Lease, NotLeader
 from supervisor.lease.files import LeaseFolder
@@ -277,3 +279,18 @@ async def test_a_state_folder_that_cannot_be_used_is_a_clear_error(tmp_path: Pat
     s.lease_dir.write_text("not a folder")  # the lease folder is a file: every look at it fails
     with pytest.raises(ControlError, match="cannot be used"):
         await ask(s, "cancel", {"run": RUN}, "cli:alice")
+
+
+@pytest.mark.anyio
+async def test_a_resume_by_hand_records_who_so_the_policy_counts_afresh(tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    with_run(s)
+    store = Store(s.db_path)
+    try:
+        store.set_run_state(RUN, RunState.GAVE_UP, reason="retry budget spent")
+        await Controller(store, slurm=None).resume(RUN, "latest", "slack:U123")  # type: ignore[arg-type]
+        run = store.get_run(RUN)
+        assert run is not None and run.state == RunState.BACKOFF
+        assert AttemptOverrides.from_dict(run.next_attempt).resumed_by == "slack:U123"
+    finally:
+        store.close()

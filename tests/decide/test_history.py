@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from supervisor.decide.history import attempt_records
@@ -57,3 +58,15 @@ def test_an_alert_after_the_steering_decision_does_not_replace_it() -> None:
     ]
     (record,) = attempt_records(attempts, decisions, now=200.0)
     assert record.rule == "nan-loss" and record.same_signature_limit == 2
+
+
+def test_an_attempt_a_person_resumed_is_marked_so_the_policy_counts_afresh_from_it() -> None:
+    runs = [attempt(n, None) for n in range(1, 6)]
+    runs[4] = replace(runs[4], overrides_json=json.dumps(runs[4].overrides | {"resumed_by": "slack:U123"}))
+    decisions = [
+        decision(n, n, "cuda-hardware-error", "resume", "resuming", category="failure") for n in range(1, 6)
+    ]
+    history = attempt_records(runs, decisions, now=600.0)
+    assert [r.resumed_by_human for r in history] == [False, False, False, False, True]
+    assert decide(history, now=600.0).action == "resume"
+    assert decide(history[:4], now=600.0).action == "give_up"

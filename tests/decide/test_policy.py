@@ -171,3 +171,18 @@ def test_a_rules_own_same_signature_limit_gives_up_on_the_repeat_even_after_prog
     limited = [replace(a, same_signature_limit=2) for a in history]
     d = decide(limited, 400)
     assert d.action == "give_up" and "the same failure (nan-loss:metric:nan) 2 times in a row" in d.reason
+
+
+def test_a_persons_resume_starts_the_budget_and_the_streak_afresh() -> None:
+    """The policy stopped and a person resumed: their next failure is the first of a fresh count, not the
+    fifth of the old one (which would stop the run again at once, whatever the failure)."""
+    hist = [fail(i, start=i * HOUR, sig="gpu-xid:N") for i in range(1, 5)]
+    stopped = decide(hist, now=5 * HOUR)
+    assert stopped.action == "give_up"
+    hist.append(fail(5, start=6 * HOUR, sig="gpu-xid:N", resumed_by_human=True))
+    d = decide(hist, now=7 * HOUR)
+    assert d.action == "resume" and d.reason.endswith("budget 2/3 left"), d
+    assert d.backoff_s == 60.0  # the first failure of the new count: the base backoff
+    hist += [fail(i, start=i * HOUR, sig="gpu-xid:N") for i in range(6, 9)]
+    again = decide(hist, now=9 * HOUR)
+    assert again.action == "give_up" and "budget spent: 4 failures" in again.reason

@@ -129,25 +129,6 @@ def test_a_job_over_its_memory_ends_out_of_memory_and_host_oom_decides(
     daemon.cli("cancel", run, check=False)
 
 
-def test_a_time_limit_ends_timeout_and_the_time_limit_rule_decides(
-    daemon: DaemonProcess, tmp_path: Path
-) -> None:
-    daemon.start()
-    spec = write_spec(tmp_path / "limit.yaml", "limit", '["sleep", "300"]')
-    spec.write_text(spec.read_text().replace('time: "00:10:00"', 'time: "1"'))
-    run = daemon.submit(spec)
-
-    def decided_and_ended() -> Any:
-        s = daemon.status(run)
-        rule = any(d["rule"] == "slurm-time-limit" for d in s.get("decisions", []))
-        return rule and s["attempt_list"][0]["slurm_state"] not in NOT_ENDED and s
-
-    # Slurm enforces a 1-minute limit after ~60-80 s on the dev cluster.
-    s = wait_for(decided_and_ended, 200, what="slurm-time-limit decided, and the end")
-    assert s["attempt_list"][0]["slurm_state"] == "TIMEOUT", s
-    daemon.cli("cancel", run, check=False)
-
-
 def test_sigkill_between_sbatch_and_commit_leaves_exactly_one_job(
     daemon: DaemonProcess, tmp_path: Path, slurm_cluster: Any
 ) -> None:

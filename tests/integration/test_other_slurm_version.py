@@ -23,19 +23,21 @@ from .conftest import DEV_CLUSTER, REPO, SLURM_VERSION, SlurmCluster
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 VERSIONS = ("22.05", "24.11")
-# A job that completes (the crash and the outage runs end COMPLETED), one that fails, a time limit, a cancel,
-# hold/release, an OOM, a controller outage, a crash between sbatch and commit.
+# A job that completes (the crash and the outage runs end COMPLETED), one that fails, a cancel, hold/release,
+# an OOM, a controller outage, a crash between sbatch and commit, and a real time limit continuing the chain.
 CORE = [
-    f"tests/integration/test_daemon.py::{name}"
-    for name in (
-        "test_a_failing_job_ends_failed_with_its_exit_code",
-        "test_a_pending_reason_is_reported_while_pending_and_cancel_works",
-        "test_hold_and_release_reach_the_pending_job_and_the_run",
-        "test_a_job_over_its_memory_ends_out_of_memory_and_host_oom_decides",
-        "test_a_time_limit_ends_timeout_and_the_time_limit_rule_decides",
-        "test_sigkill_between_sbatch_and_commit_leaves_exactly_one_job",
-        "test_slurmctld_outage_marks_nothing_failed_and_tracking_resumes",
-    )
+    *(
+        f"tests/integration/test_daemon.py::{name}"
+        for name in (
+            "test_a_failing_job_ends_failed_with_its_exit_code",
+            "test_a_pending_reason_is_reported_while_pending_and_cancel_works",
+            "test_hold_and_release_reach_the_pending_job_and_the_run",
+            "test_a_job_over_its_memory_ends_out_of_memory_and_host_oom_decides",
+            "test_sigkill_between_sbatch_and_commit_leaves_exactly_one_job",
+            "test_slurmctld_outage_marks_nothing_failed_and_tracking_resumes",
+        )
+    ),
+    "tests/integration/test_rules_resume.py::test_a_real_time_limit_resumes_the_chain",
 ]
 CLUSTER_KEYS = (
     "SHEPHERD_DEV_CLUSTER_DIR",

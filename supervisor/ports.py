@@ -33,6 +33,8 @@ class SlurmControl(Protocol):
 
     async def job_nodes(self, job_id: str) -> str: ...
 
+    async def node_at(self, address: str, nodelist: str) -> str | None: ...
+
 
 class Scheduler(Protocol):
     """Puts a run's next attempt on the daemon's schedule and wakes the loops that act on it."""

@@ -201,6 +201,18 @@ class Match:
         return tuple(a.kind for a in self.actions)
 
     @property
+    def fault_node(self) -> str | None:
+        """The node this failure is pinned on when the match's resume excludes it (decide/policy.py counts
+        such faults apart: the next attempt runs elsewhere)."""
+        if (
+            self.node
+            and not looks_like_ip(self.node)
+            and any(a.resume is not None and a.resume.exclude_node for a in self.actions)
+        ):
+            return self.node
+        return None
+
+    @property
     def excerpt(self) -> str:
         """The line that matched (the observed state, what the metric did), short enough for an alert."""
         ev = self.evidence
@@ -241,6 +253,12 @@ def normalise_signature(text: str) -> str:
     s = _HEX_RE.sub("0x_", s)
     s = _NUM_RE.sub("N", s)
     return _WS_RE.sub(" ", s).strip()[:160]
+
+
+def looks_like_ip(name: str) -> bool:
+    """Ray's `ip=` names an address; sbatch --exclude wants a node name."""
+    parts = name.split(".")
+    return len(parts) == 4 and all(p.isdigit() for p in parts)
 
 
 def find_node(text: str, nodes: str = "") -> str | None:

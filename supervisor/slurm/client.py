@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import os
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,6 +28,7 @@ from supervisor.slurm.parse import (
     JobObservation,
     ParseProblem,
     looks_unreachable,
+    node_for_address,
     parse_sacct,
     parse_sbatch_parsable,
     parse_scontrol_config,
@@ -295,6 +297,22 @@ class SlurmClient:
             raise self._fail(argv, proc)
         return proc.stdout.decode(errors="replace").strip()
 
+    async def node_at(self, address: str, nodelist: str) -> str | None:
+        """The node name of an address among a job's nodes (Slurm's NodeAddr, else reverse DNS); None when
+        neither tells."""
+        argv = [self._exe("sinfo"), "-h", "-N", "-n", nodelist, "-o", "%N %o %n"]
+        proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        text = proc.stdout.decode(errors="replace")
+        found = node_for_address(text, address)
+        if found is not None:
+            return found
+        with anyio.move_on_after(5.0):  # a resolver that hangs must not hold up the decision
+            name = await anyio.to_thread.run_sync(_reverse_dns, address, abandon_on_cancel=True)
+            return node_for_address(text, address, name) if name else None
+        return None
+
     async def hostnames(self, nodelist: str) -> list[str]:
         """`node[1-2]` -> `node1`, `node2` (Slurm's own expansion: `scontrol show hostnames`)."""
         if not nodelist.strip():
@@ -386,3 +404,10 @@ class SlurmClient:
         proc = await self._run(argv, hard_limit=True)
         if proc.returncode != 0:
             raise self._fail(argv, proc)
+
+
+def _reverse_dns(address: str) -> str | None:
+    try:
+        return socket.gethostbyaddr(address)[0]
+    except OSError:
+        return None

@@ -236,3 +236,19 @@ def parse_scontrol_job(text: str) -> dict[str, str]:
         end = marks[i + 1].start() if i + 1 < len(marks) else len(line)
         out[m.group(1)] = line[m.end() : end].strip()
     return out
+
+
+def node_for_address(sinfo: str, address: str, hostname: str | None = None) -> str | None:
+    """The node an address names, from `sinfo -h -N -o "%N %o %n"` (NodeName, NodeAddr, NodeHostName):
+    the node whose NodeAddr is `address`, else whose name or hostname is `hostname` (the address's reverse
+    DNS name, domain dropped); None when none does. Ray names a failing worker by its IP, but `--exclude`
+    wants a node name and refuses the whole submission for anything else."""
+    short = hostname.split(".", 1)[0] if hostname else None
+    for line in sinfo.splitlines():
+        fields = line.split()
+        if len(fields) < 2:
+            continue
+        name, addr, host = fields[0], fields[1], fields[2] if len(fields) > 2 else fields[0]
+        if addr == address or (short is not None and short in (name, host, addr.split(".", 1)[0])):
+            return name
+    return None

@@ -125,3 +125,13 @@ def test_lost_intents_without_slurmdbd_read_only_the_new_part_of_the_jobcomp_fil
     # The second lookup read what was appended since the first (its record and maybe others'), not the file.
     size = reader.path.stat().st_size
     assert 0 < reader.stats.bytes_read - read_once <= size - size_once < size
+
+
+def test_a_workers_address_is_turned_into_the_node_name_exclude_accepts(slurm_cluster: SlurmCluster) -> None:
+    """Ray names a failing worker by IP; `sbatch --exclude=<ip>` refuses the whole submission, so the node
+    to exclude is the one whose NodeAddr is that address (the dev node's is 127.0.0.1)."""
+    client = client_for(slurm_cluster)
+    refused = slurm_cluster.run("sbatch", "--exclude=127.0.0.1", "--wrap", "true", check=False)
+    assert refused.returncode != 0 and "Invalid node name" in refused.stderr
+    assert anyio.run(client.node_at, "127.0.0.1", "node1") == "node1"
+    assert anyio.run(client.node_at, "10.255.0.9", "node1") is None

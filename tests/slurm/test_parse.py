@@ -11,6 +11,7 @@ from supervisor.domain.jobstate import JobState
 from supervisor.slurm.parse import (
     JobObservation,
     looks_unreachable,
+    node_for_address,
     parse_exit_code,
     parse_sacct,
     parse_sbatch_parsable,
@@ -328,3 +329,11 @@ def test_an_overlong_slurm_line_is_reported_not_split() -> None:
     assert "characters (limit" in problems[0].reason and len(problems[0].line) <= 200
     jobs, problems = parse_sacct(long_line + "|x|y|z|w\n")
     assert jobs == [] and problems
+
+
+def test_an_address_names_the_node_whose_nodeaddr_or_hostname_it_is() -> None:
+    sinfo = "gpu-a01 10.64.1.1 gpu-a01\ngpu-a02 10.64.1.2 gpu-a02\ngpu-b07 gpu-b07 gpu-b07\n"
+    assert node_for_address(sinfo, "10.64.1.2") == "gpu-a02"
+    assert node_for_address(sinfo, "10.64.2.7", "gpu-b07.cluster.example") == "gpu-b07"  # reverse DNS
+    assert node_for_address(sinfo, "10.64.9.9", "login1.cluster.example") is None
+    assert node_for_address("", "10.64.1.2") is None

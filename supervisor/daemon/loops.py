@@ -462,6 +462,8 @@ class Daemon:
                 return s.poll_interval_s
             if r.state == RunState.PENDING and a.submitted_at and self.clock() - a.submitted_at < 60:
                 return s.poll_interval_s
+            if r.state == RunState.BACKOFF and self._previous_attempt_alive(r):
+                return s.poll_interval_s  # a resume waits for Slurm to say the old job is gone: look soon
         return s.steady_poll_interval_s
 
     async def poll_loop(self) -> None:

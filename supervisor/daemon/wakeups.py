@@ -57,7 +57,9 @@ class StoreScheduler:
             next_attempt=overrides.to_dict(),
             event=("resume-scheduled", reason, json.loads(json.dumps(overrides.to_dict()))),
         )
-        self.wakeups.scheduler()
+        # The poller too: the resume waits for Slurm to say the old job is gone, and while it waits the poll
+        # runs at the fast cadence (loops.poll_interval) instead of finishing a steady minute first.
+        self.wakeups.all()
 
     def wake(self) -> None:
         self.wakeups.all()

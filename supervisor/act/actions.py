@@ -46,12 +46,14 @@ from supervisor.decide.plan import (
     not_held,
     plan_match,
     resumed,
+    unrecognised_match,
+    unrecognised_resume,
 )
 from supervisor.decide.stacks import StackSummary
 from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Level, Notice
 from supervisor.domain.overrides import AttemptOverrides
-from supervisor.domain.runs import AttemptRow, DecisionRow, RunRow, RunState
+from supervisor.domain.runs import UNRECOGNISED, AttemptRow, DecisionRow, RunRow, RunState
 from supervisor.domain.spec import JobSpec
 from supervisor.faultpoints import crash_point
 from supervisor.notify.plot import render_curves
@@ -60,13 +62,13 @@ from supervisor.ports import NoticeSink, Scheduler, SlurmControl
 from supervisor.report.read import run_report
 from supervisor.report.text import timeline_title
 from supervisor.rules.engine import Evidence, Match, load_ruleset
+from supervisor.rules.state import looks_like_ip
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError, SlurmUnavailable
 from supervisor.store import Store
 
 log = structlog.get_logger(__name__)
 
-UNRECOGNISED = "unrecognised-failure"
 Effects = list[Callable[[], None]]  # a decision's messages, queued when its outcome commits
 Investigation = tuple[RunRow, AttemptRow, Match, int]  # a hang's decision waiting for its forensics
 # A failure whose processes may still be alive to show where they were (not a time limit, a preemption, a
@@ -360,7 +362,7 @@ class Actions:
         ):
             self._commit(d.id, f"ignored: run is {run.state.value}", [])
             return
-        if d.rule == UNRECOGNISED:
+        if d.rule == UNRECOGNISED and "resume" not in d.action.split(","):
             await self._unrecognised(run, attempt, d.id, d.reason)
             return
         spec = run.spec
@@ -380,6 +382,9 @@ class Actions:
         except Exception as exc:
             log.error("the run's rules do not load; using the default rules", run_id=run.id, error=str(exc))
             rs = load_ruleset()
+        if d.rule == UNRECOGNISED:  # the resume-once of an end no rule claimed: not a rule of the files
+            state = JobState.from_slurm(str(d.evidence.get("state") or "FAILED"))
+            return unrecognised_match(run.id, d.attempt or 0, state, d.reason, d.at)
         cr = rs.by_name.get(d.rule)
         if cr is None:
             return None
@@ -425,6 +430,9 @@ class Actions:
         appended (`announce`), so a budget that turned a resume into a give-up can never be announced as a
         resume.
         """
+        if any(a.resume is not None and a.resume.exclude_node for a in m.actions):
+            # Named before the policy decides: a fault pinned to a node the resume excludes counts apart.
+            m = replace(m, node=await self._failing_node(m, attempt))
         cfg = policy_config(spec)
         past = attempt_records(
             self.store.attempts(run.id),
@@ -673,8 +681,10 @@ class Actions:
             self._mark_held(run_id, n, f"held by rule {rule} (asked again once Slurm answered)")
 
     async def _failing_node(self, m: Match, attempt: AttemptRow) -> str | None:
-        """The node to exclude: named by the evidence, else the job's only node (asking Slurm if need be)."""
-        if m.node and not _looks_like_ip(m.node):
+        """The node to exclude: named by the evidence, else the job's only node (asking Slurm if need be),
+        else the node Slurm says has the evidence's address (Ray names workers by IP); None when nothing
+        tells, since `--exclude` refuses the whole submission for a name that is no node."""
+        if m.node and not looks_like_ip(m.node):
             return m.node
         nodes = (self.store.get_attempt(attempt.run_id, attempt.n) or attempt).nodes or ""
         if not nodes and attempt.job_id:
@@ -684,7 +694,12 @@ class Actions:
                 log.warning("could not ask Slurm for the job's nodes", job_id=attempt.job_id, error=str(exc))
         if nodes and "," not in nodes and "[" not in nodes:
             return nodes
-        return m.node  # an address or nothing: better than excluding the wrong node
+        if m.node and nodes:
+            try:
+                return await self.slurm.node_at(m.node, nodes)
+            except SlurmError as exc:
+                log.warning("could not ask Slurm which node has an address", address=m.node, error=str(exc))
+        return None
 
     def _decided(self, run_id: str, n: int) -> bool:
         """Whether a decision that changes the run's course (not a mere alert) exists for attempt n."""
@@ -721,6 +736,10 @@ class Actions:
             return
         code = f" ({describe_exit(exit_code, signal)})" if exit_code is not None else ""
         reason = f"attempt {attempt.n} ended {state.value}{code} and no rule recognised the failure"
+        resume = self._unrecognised_resume(run, attempt, state, reason)
+        if resume is not None:
+            await self.on_match(run, attempt, resume)
+            return
         decision_id = self.store.record_decision(
             run.id,
             attempt.n,
@@ -734,6 +753,25 @@ class Actions:
             return
         crash_point("after-decision")
         await self._unrecognised(run, attempt, decision_id, reason)
+
+    def _unrecognised_resume(
+        self, run: RunRow, attempt: AttemptRow, state: JobState, reason: str, at: float | None = None
+    ) -> Match | None:
+        """The resume-once match for an end no rule claimed, when the spec allows it and the attempt saved a
+        new checkpoint first (decide/plan.py says when)."""
+        spec = run.spec
+        if not spec.resume.unrecognised_after_progress or spec.checkpoint is None:
+            return None
+        before = attempt.overrides.get("ckpt_step_at_submit")
+        return unrecognised_resume(
+            run.id,
+            attempt.n,
+            state,
+            reason,
+            step_before=int(before) if before is not None else None,
+            step_after=newest_checkpoint_step(spec, attempt.overrides.get("checkpoint_dir")),
+            at=self.clock() if at is None else at,
+        )
 
     async def _unrecognised(
         self,
@@ -751,9 +789,3 @@ class Actions:
             )
         alert = Notice(run.id, "alert", f"{run.id}: {reason}", level="error", needs_human=True)
         self._commit(decision_id, outcome, [lambda: self.notify(alert)])
-
-
-def _looks_like_ip(name: str) -> bool:
-    """Ray's `ip=` names an address; sbatch --exclude wants a node name."""
-    parts = name.split(".")
-    return len(parts) == 4 and all(p.isdigit() for p in parts)

@@ -4,6 +4,7 @@ into `AttemptRecord`s (pure: rows in, records out)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,12 @@ def attempt_records(
             "signature": d.signature,
             **d.evidence.get("policy", {}),
         }
+    # What each resume excluded that its attempt had not: the node that attempt's fault was pinned on.
+    newly_excluded: dict[int, str] = {}
+    excluded = [(a.n, set(a.overrides.get("exclude") or ())) for a in attempts]
+    for (n, before), (_, after) in pairwise(excluded):
+        if after - before:
+            newly_excluded[n] = min(after - before)
     records = []
     for a in attempts:
         if a.state in (AttemptState.NEVER_SUBMITTED,):
@@ -83,6 +90,11 @@ def attempt_records(
                 checkpoint_before=_step_at_submit(a.overrides),
                 checkpoint_after=info.get("ckpt_after"),
                 resumed_by_human=bool(a.overrides.get("resumed_by")),
+                fault_node=(
+                    current.fault_node
+                    if current is not None and a.n == current.attempt
+                    else newly_excluded.get(a.n)
+                ),
             )
         )
     return records

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Literal
 
 from supervisor.decide.policy import AttemptRecord, PolicyConfig, decide
+from supervisor.domain.jobstate import JobState
 from supervisor.domain.notices import Level
+from supervisor.domain.runs import UNRECOGNISED
 from supervisor.domain.trainer_files import STEP_DIR_RE
-from supervisor.rules.engine import Match
-from supervisor.rules.model import MissingPlaceholder, ResumeAction, render_template
+from supervisor.rules.engine import Evidence, Match
+from supervisor.rules.model import Action, MissingPlaceholder, ResumeAction, render_template
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,54 @@ STEERING = (Resume, GiveUp, Cancel, Hold)
 class Plan:
     effects: tuple[Effect, ...]
     alert_text: str = ""  # the rule's rendered alert message ("" when it has none)
+
+
+def unrecognised_resume(
+    run_id: str,
+    attempt: int,
+    state: JobState,
+    why: str,
+    *,
+    step_before: int | None,
+    step_after: int | None,
+    at: float,
+) -> Match | None:
+    """An end no rule claimed, as a match that resumes once from the latest checkpoint; None: wait for a
+    human.
+
+    Only a FAILED end (not a cancel, which a person or Slurm did on purpose) of an attempt that saved a newer
+    checkpoint than it started from: one that ran and advanced, then crashed on something nobody wrote a
+    rule for. At scale that is most unknown crashes, and stopping idles the allocation until someone reads
+    the alert. The policy gives it one retry without progress (`max_retries: 1`) and stops at the second
+    unrecognised end in a row (`same_signature_limit: 2`), progress or not: a crash that recurs is a
+    pattern a person should look at (and write a rule for).
+    """
+    if state != JobState.FAILED or step_after is None:
+        return None
+    if step_before is not None and step_after <= step_before:
+        return None
+    reason = (
+        f"{why}; it saved step_{step_after} first, so resuming once from the latest checkpoint "
+        "(worth a rule if it recurs)"
+    )
+    return unrecognised_match(run_id, attempt, state, reason, at)
+
+
+def unrecognised_match(run_id: str, attempt: int, state: JobState, reason: str, at: float) -> Match:
+    """The match behind an unrecognised end's resume (also rebuilt from its decision after a crash)."""
+    return Match(
+        rule=UNRECOGNISED,
+        run_id=run_id,
+        attempt=attempt,
+        priority=0,
+        category="failure",
+        actions=(Action(resume=ResumeAction()),),
+        evidence=Evidence(source="slurm", state=state.value, at=at),
+        signature=f"unrecognised:{state.value}",
+        reason=reason,
+        max_retries=1,
+        same_signature_limit=2,  # twice in a row, progress or not, is a pattern: a person looks
+    )
 
 
 def alert_message(m: Match, context: Mapping[str, str]) -> tuple[str, Level]:

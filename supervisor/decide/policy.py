@@ -15,9 +15,15 @@ What the best supervisors get wrong, and what this does instead:
   own N, which always stops: a NaN rollback gives up on the second divergence even when the rolled-back
   attempt wrote checkpoints first);
 * thrashing (> 4 failures in 10 min, > 10 in an hour) stops;
+* a fault pinned to a node that the resume excludes (a GPU that fell off the bus, a dead node) is not a loop:
+  the next attempt runs without that node, so the same fault again is the cluster's failure rate (at 16k GPUs
+  one every few hours), not the run's. Such faults count towards their own, larger budget (8 in a row
+  without progress: the cluster looks unwell) instead of the rule's, and no same-signature streak stops them;
 * a person's resume starts the count afresh: budgets, streaks, thrashing and backoff look back no further
   than the attempt a human started, or a run stopped for a human would stop again at its very next failure;
-* backoff doubles from 60 s to 30 min and resets after 10 min of healthy running.
+* backoff doubles from 60 s to 30 min and resets after 10 min of healthy running; a failure after such a
+  healthy stretch resubmits at once (no crash loop to space out: Kubernetes, SkyPilot and torchrun restart
+  at once too).
 
 Every decision carries a human reason for ``shepherd status``.
 """
@@ -53,6 +59,7 @@ class AttemptRecord:
     step_before: int | None = None
     step_after: int | None = None
     resumed_by_human: bool = False  # a person started this attempt (`shepherd resume`, Slack's /resume)
+    fault_node: str | None = None  # the node the failure was pinned on, excluded from the next attempts
 
     @property
     def runtime(self) -> float:
@@ -73,6 +80,7 @@ class PolicyConfig:
     deterministic_max_retries: int = 1
     progress_steps: int | None = None  # steps that count as progress even without a new checkpoint
     same_signature_limit: int = 4
+    node_fault_max_retries: int = 8  # node-pinned faults (node excluded) in a row without progress
     thrash_window_s: float = 600.0
     thrash_max: int = 4  # more than this many failures in thrash_window_s stops
     thrash_long_window_s: float = 3600.0
@@ -109,11 +117,14 @@ def counts_as_failure(a: AttemptRecord) -> bool:
     return a.category in FAILURE_CATEGORIES
 
 
-def consecutive_failures(history: Sequence[AttemptRecord], cfg: PolicyConfig) -> int:
-    """Failures since the last attempt that made progress (a failing attempt that progressed counts as 1)."""
+def consecutive_failures(
+    history: Sequence[AttemptRecord], cfg: PolicyConfig, *, node_faults: bool = False
+) -> int:
+    """Failures since the last attempt that made progress (a failing attempt that progressed counts as 1):
+    those pinned to an excluded node with `node_faults`, the others without."""
     n = 0
     for a in reversed(history):
-        if counts_as_failure(a):
+        if counts_as_failure(a) and (a.fault_node is not None) == node_faults:
             n += 1
         if made_progress(a, cfg):
             break
@@ -153,7 +164,17 @@ def backoff_s(history: Sequence[AttemptRecord], cfg: PolicyConfig) -> tuple[floa
             break
     if n == 0:
         return 0.0, 0
+    if n == 1 and history[-1].runtime >= cfg.healthy_s:
+        return 0.0, 1  # a failure after a healthy stretch is no crash loop: nothing to space out
     return min(cfg.backoff_cap_s, cfg.backoff_base_s * 2 ** (n - 1)), n
+
+
+def waiting(delay: float, n: int) -> str:
+    """The backoff in words for a decision's reason."""
+    noun = "failure" if n == 1 else "consecutive failures"
+    if delay <= 0:
+        return f"resubmitting at once after {n} {noun}"
+    return f"backing off {delay:.0f} s after {n} {noun}"
 
 
 def _thrashing(history: Sequence[AttemptRecord], now: float, cfg: PolicyConfig) -> str | None:
@@ -197,6 +218,8 @@ def decide(history: Sequence[AttemptRecord], now: float, cfg: PolicyConfig | Non
     thrash = _thrashing(history, now, cfg)
     if thrash:
         return Decision("give_up", now, f"{thrash}: stopped resuming", alert=True)
+    if last.fault_node is not None:
+        return _node_fault(history, now, cfg, what, last.fault_node)
     c = consecutive_failures(history, cfg)
     limit = budget_for(last, cfg)
     if c > limit:
@@ -229,13 +252,44 @@ def decide(history: Sequence[AttemptRecord], now: float, cfg: PolicyConfig | Non
     delay, n = backoff_s(history, cfg)
     at = max(now, (last.ended_at if last.ended_at is not None else now) + delay)
     left = limit - c
-    noun = "failure" if n == 1 else "consecutive failures"
     why = "never wrote a checkpoint" if last.category in FREE_CATEGORIES else what
     return Decision(
         "resume",
         at,
-        f"{why}: backing off {delay:.0f} s after {n} {noun}; budget {left}/{limit} left{note}",
+        f"{why}: {waiting(delay, n)}; budget {left}/{limit} left{note}",
         budget_left=left,
+        budget_total=limit,
+        backoff_s=delay,
+        consecutive_failures=c,
+    )
+
+
+def _node_fault(
+    history: Sequence[AttemptRecord], now: float, cfg: PolicyConfig, what: str, node: str
+) -> Decision:
+    """A fault pinned to `node`, which the resume excludes: its own budget, no same-signature streak."""
+    c = consecutive_failures(history, cfg, node_faults=True)
+    limit = cfg.node_fault_max_retries
+    if c > limit:
+        return Decision(
+            "give_up",
+            now,
+            f"{c} node faults in a row without progress, each node excluded ({what} on {node} last): "
+            "the cluster looks unwell, stopped resuming",
+            alert=True,
+            budget_left=0,
+            budget_total=limit,
+            consecutive_failures=c,
+        )
+    delay, n = backoff_s(history, cfg)
+    last = history[-1]
+    at = max(now, (last.ended_at if last.ended_at is not None else now) + delay)
+    return Decision(
+        "resume",
+        at,
+        f"{what} on {node}, which the next attempt excludes: {waiting(delay, n)}; "
+        f"node faults without progress {c}/{limit}",
+        budget_left=limit - c,
         budget_total=limit,
         backoff_s=delay,
         consecutive_failures=c,

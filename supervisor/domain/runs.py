@@ -11,6 +11,9 @@ from typing import Any, Literal
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.spec import JobSpec
 
+# The name a decision about an end no rule claimed is recorded under (act/actions.py), as a rule's would be.
+UNRECOGNISED = "unrecognised-failure"
+
 
 class RunState(StrEnum):
     QUEUED = "QUEUED"  # claimed, first attempt not yet submitted

@@ -112,6 +112,11 @@ class ResumeSpec(_Strict):
     backoff_s: Annotated[float, Field(ge=0)] = 60.0
     backoff_max_s: Annotated[float, Field(ge=0)] = 1800.0
     checkpoint: str = Field(default="latest", pattern=r"^(latest|best|step_\d+)$")
+    unrecognised_after_progress: bool = Field(
+        default=True,
+        description="resume once from the latest checkpoint when an attempt ends FAILED, no rule recognised "
+        "why, and it had saved a new checkpoint first (a second such failure without one waits for a human)",
+    )
     pass_checkpoint: list[str] | None = Field(
         default=None,
         description="argv appended on resume, with {checkpoint}; null: the trainer resumes by itself",

@@ -8,11 +8,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from supervisor.domain.overrides import resume_step
-from supervisor.domain.runs import AttemptMark, AttemptRow, AttemptState, DecisionRow, RunRow, StepMark
+from supervisor.domain.runs import (
+    UNRECOGNISED,
+    AttemptMark,
+    AttemptRow,
+    AttemptState,
+    DecisionRow,
+    RunRow,
+    StepMark,
+)
 from supervisor.report.costs import AttemptFacts, Cost, Failure, cost
 from supervisor.store import Store
 
-UNRECOGNISED = "unrecognised-failure"  # act/actions.py records an end no rule claimed under this name
 NOT_FAILURES = frozenset({"completed", "pending"})
 
 

@@ -314,3 +314,94 @@ def test_a_completion_after_a_rollback_was_decided_does_not_complete_the_run(
     assert w.state == RunState.BACKOFF
     (d,) = w.store.decisions("r1")
     assert d.outcome == "ignored: the next attempt is already decided"
+
+
+# ---- an end no rule claimed --------------------------------------------------------------------------------
+
+
+def ended_unclaimed(w: World, state: JobState, exit_code: int = 1) -> Notice:
+    w.store.observe_attempt("r1", 1, slurm_state=state.value, reason=None, nodes="node1", exit_code=exit_code,
+                            ended=True)  # fmt: skip
+    run, attempt = w.store.get_run("r1"), w.store.get_attempt("r1", 1)
+    assert run is not None and attempt is not None
+    anyio.run(w.actions.on_unmatched_end, run, attempt, state, exit_code)
+    (notice,) = w.sink.notices
+    return notice
+
+
+def test_an_unrecognised_crash_after_a_new_checkpoint_resumes_once_from_it(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.checkpoint(20, 0.5)
+    notice = ended_unclaimed(w, JobState.FAILED)
+    ((_, _, overrides),) = w.scheduler.scheduled
+    assert overrides.checkpoint is not None and overrides.checkpoint.endswith("step_20")
+    assert notice.kind == "resumed" and not notice.needs_human
+    assert "no rule recognised the failure; it saved step_20 first" in notice.title
+    assert notice.title.endswith("— resuming from step 20 as attempt 2")
+    (d,) = w.store.decisions("r1")
+    assert (d.rule, d.action, d.signature) == ("unrecognised-failure", "resume", "unrecognised:FAILED")
+    assert "budget 0/1 left" in d.outcome
+
+
+def test_an_unrecognised_crash_without_a_new_checkpoint_waits_for_a_human(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    notice = ended_unclaimed(w, JobState.FAILED)
+    assert w.scheduler.scheduled == [] and w.state == RunState.FAILED
+    assert notice.needs_human and "no rule recognised the failure" in notice.title
+
+
+def test_a_cancel_nobody_here_asked_for_is_never_resumed_even_after_progress(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.checkpoint(20, 0.5)
+    notice = ended_unclaimed(w, JobState.CANCELLED, exit_code=0)
+    assert w.scheduler.scheduled == [] and w.state == RunState.FAILED and notice.needs_human
+
+
+def test_a_spec_can_keep_every_unrecognised_crash_for_a_human(tmp_path: Path) -> None:
+    w = World(tmp_path, resume={"backoff_s": 0, "unrecognised_after_progress": False})
+    w.checkpoint(20, 0.5)
+    notice = ended_unclaimed(w, JobState.FAILED)
+    assert w.scheduler.scheduled == [] and notice.needs_human
+
+
+def test_an_unrecognised_resume_a_crash_interrupted_is_carried_out_at_the_restart(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.checkpoint(20, 0.5)
+    w.store.observe_attempt(
+        "r1", 1, slurm_state="FAILED", reason=None, nodes="node1", exit_code=1, ended=True
+    )
+    policy = {"category": "failure", "retryable": True, "max_retries": 1, "ckpt_after": 20}
+    w.store.record_decision("r1", 1, rule="unrecognised-failure", action="resume",
+                            signature="unrecognised:FAILED", reason="attempt 1 ended FAILED; resuming once",
+                            evidence={"state": "FAILED", "policy": policy})  # fmt: skip
+    assert anyio.run(w.actions.finish_unfinished) == 1
+    ((_, _, overrides),) = w.scheduler.scheduled
+    assert overrides.checkpoint is not None and overrides.checkpoint.endswith("step_20")
+    (d,) = w.store.decisions("r1")
+    assert "resuming from step_20" in d.outcome
+
+
+class AddressedSlurm(FakeSlurm):
+    """A job on eight nodes whose Slurm says which node has which address."""
+
+    async def job_nodes(self, job_id: str) -> str:
+        return "node[1-8]"
+
+    async def node_at(self, address: str, nodelist: str) -> str | None:
+        return {"10.0.0.7": "node7"}.get(address)
+
+
+@pytest.mark.parametrize(("address", "excluded"), [("10.0.0.7", ("node7",)), ("10.0.0.99", ())])
+def test_a_gpu_fault_named_by_a_workers_address_excludes_its_node_never_the_address(
+    tmp_path: Path, rs: RuleSet, address: str, excluded: tuple[str, ...]
+) -> None:
+    w = World(tmp_path)
+    w.store.observe_attempt("r1", 1, slurm_state="RUNNING", reason=None, nodes="node[1-8]")
+    w.actions.slurm = AddressedSlurm()
+    w.checkpoint(20, 0.5)
+    line = f"(RayWorkerWrapper pid=9, ip={address}) RuntimeError: CUDA error: uncorrectable ECC error"
+    notice = w.act(decided(rs, line))
+    ((_, _, overrides),) = w.scheduler.scheduled
+    assert overrides.exclude == excluded  # an address sbatch would refuse is never passed on
+    assert notice.kind == "resumed"
+    assert ("which the next attempt excludes" in notice.text) == bool(excluded)

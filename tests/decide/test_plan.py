@@ -8,8 +8,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from supervisor.decide.plan import Alert, Cancel, Complete, GiveUp, Hold, Resume, plan_match
+from supervisor.decide.plan import (
+    Alert,
+    Cancel,
+    Complete,
+    GiveUp,
+    Hold,
+    Resume,
+    plan_match,
+    unrecognised_resume,
+)
 from supervisor.decide.policy import AttemptRecord, PolicyConfig
+from supervisor.domain.jobstate import JobState
 from supervisor.rules.engine import Evidence, Match
 from supervisor.rules.model import Action
 
@@ -65,7 +75,7 @@ def test_a_retryable_failure_within_budget_resumes_after_the_backoff_with_the_ru
     (effect,) = plan(m, failures(1))
     assert isinstance(effect, Resume)
     assert effect.selector == "latest" and effect.env == {"NCCL_IB_DISABLE": "1"} and effect.exclude_node
-    assert effect.at == NOW - 10 + 60  # one failure: the base backoff from when it ended
+    assert effect.at == NOW  # one failure after 10 min of healthy running: resubmitted at once
     assert "budget 2/3 left" in effect.why
 
 
@@ -205,3 +215,20 @@ def test_a_rollback_on_a_log_line_is_planned_without_a_step_for_the_executor_to_
     m = match({"resume": {"from": "best", "before_divergence": True}}, rule="nan-loss")
     (effect,) = plan(m, failures(1))
     assert isinstance(effect, Resume) and effect.rollback and effect.before_step is None
+
+
+def test_an_unclaimed_end_resumes_once_only_when_it_failed_after_saving_a_new_checkpoint() -> None:
+    def match(state: JobState, before: int | None, after: int | None) -> object:
+        return unrecognised_resume("r", 2, state, "attempt 2 ended FAILED", step_before=before,
+                                   step_after=after, at=5.0)  # fmt: skip
+
+    m = match(JobState.FAILED, 10, 20)
+    assert isinstance(m, Match) and m.action_names == ("resume",) and m.max_retries == 1
+    assert m.reason == (
+        "attempt 2 ended FAILED; it saved step_20 first, so resuming once from the latest checkpoint "
+        "(worth a rule if it recurs)"
+    )
+    assert match(JobState.FAILED, None, 20) is not None  # its first checkpoint
+    assert match(JobState.FAILED, 20, 20) is None  # nothing new: waits for a human
+    assert match(JobState.FAILED, None, None) is None
+    assert match(JobState.CANCELLED, 10, 20) is None  # someone cancelled it on purpose

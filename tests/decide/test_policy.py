@@ -150,7 +150,10 @@ def test_backoff_doubles_caps_and_resets_after_healthy_running() -> None:
     d = decide(hist[:2], now=HOUR + 30, cfg=cfg)
     assert d.at == HOUR + 30 + 120 and "backing off 120 s after 2 consecutive failures" in d.reason
     healthy = [*hist, fail(9, start=9 * HOUR, runtime=900, sig="s")]
-    assert decide(healthy, now=9 * HOUR + 900, cfg=cfg).backoff_s == 60
+    d = decide(healthy, now=9 * HOUR + 900, cfg=cfg)
+    assert d.backoff_s == 0 and "resubmitting at once after 1 failure" in d.reason  # no crash loop
+    again = [*healthy, fail(10, start=9 * HOUR + 1000, runtime=30, sig="s")]
+    assert decide(again, now=9 * HOUR + 1030, cfg=cfg).backoff_s == 120  # the healthy one counts as 1
 
 
 def test_non_retryable_gives_up_and_completed_completes() -> None:
@@ -186,3 +189,31 @@ def test_a_persons_resume_starts_the_budget_and_the_streak_afresh() -> None:
     hist += [fail(i, start=i * HOUR, sig="gpu-xid:N") for i in range(6, 9)]
     again = decide(hist, now=9 * HOUR)
     assert again.action == "give_up" and "budget spent: 4 failures" in again.reason
+
+
+def test_faults_pinned_to_a_node_the_resume_excludes_have_their_own_budget_not_the_rules() -> None:
+    """GPU faults on a different node each time, before any new checkpoint: at 16k GPUs the cluster's
+    failure rate, not a loop; the rule's 3 retries and the same-signature stop would have idled the run."""
+    hist: list[AttemptRecord] = []
+    decisions = []
+    for i in range(1, 10):
+        hist.append(fail(i, start=i * HOUR, sig="cuda-hardware-error:xid", rule="cuda-hardware-error",
+                         fault_node=f"node{i:04d}"))  # fmt: skip
+        decisions.append(decide(hist, now=i * HOUR + 120))
+    assert [d.action for d in decisions] == ["resume"] * 8 + ["give_up"]
+    assert decisions[4].reason == (
+        "cuda-hardware-error on node0005, which the next attempt excludes: backing off 960 s after 5 "
+        "consecutive failures; node faults without progress 5/8"
+    )
+    assert "9 node faults in a row without progress" in decisions[8].reason
+    assert "the cluster looks unwell" in decisions[8].reason
+
+
+def test_a_failure_no_node_explains_keeps_its_own_count_beside_node_faults() -> None:
+    hist = [fail(i, start=i * HOUR, sig="gpu", fault_node=f"n{i}") for i in range(1, 4)]
+    hist += [fail(4, start=4 * HOUR, sig="nccl-error:x")]
+    d = decide(hist, now=4 * HOUR + 120)
+    assert d.action == "resume" and d.reason.endswith("budget 2/3 left")  # 1 failure of its kind, not 4
+    hist += [fail(i, start=i * HOUR, sig="nccl-error:x") for i in range(5, 8)]
+    stop = decide(hist, now=7 * HOUR + 120)
+    assert stop.action == "give_up" and "budget spent: 4 failures" in stop.reason

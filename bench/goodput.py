@@ -34,7 +34,10 @@ The same trace is replayed under three strategies, each with its real cadence:
                   thrash and same-signature stops), decide/checkpoints.py picks the checkpoint. Detection
                   cadences are the daemon's defaults (settings.py): log files polled every
                   watch.poll_interval_s (shared filesystems), Slurm every slurm.steady_poll_interval_s. When
-                  the policy stops resuming, a human must `shepherd resume` (same reaction time as above).
+                  the policy stops resuming, a human must `shepherd resume` (same reaction time as above), and
+                  the policy counts afresh from that attempt. A failure no rule knows is resumed once when the
+                  attempt saved a new checkpoint first (decide/plan.py unrecognised_resume), else it waits
+                  for that human too.
                   Hang detection is the shipped learnt rule, fed the attempt's step banners before the hang;
                   a comparison line shows the old fixed 30-minute rule (--fixed-hang-bound-s).
 
@@ -65,7 +68,7 @@ import random
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,10 +76,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from supervisor.decide.checkpoints import choose, discover
 from supervisor.decide.history import attempt_records, policy_config
-from supervisor.decide.plan import GiveUp, Resume, plan_match
+from supervisor.decide.plan import GiveUp, Resume, plan_match, unrecognised_resume
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.observations import ProgressEvent, StateEvent, Tick
-from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow
+from supervisor.domain.runs import UNRECOGNISED, AttemptRow, AttemptState, DecisionRow
 from supervisor.domain.spec import JobSpec
 from supervisor.report.costs import AttemptFacts, Cost, Failure, cost
 from supervisor.rules.engine import (
@@ -90,6 +93,7 @@ from supervisor.rules.engine import (
     scan_lines,
 )
 from supervisor.rules.rhythm import Rhythm
+from supervisor.rules.state import looks_like_ip
 from supervisor.settings import Settings
 from supervisor.watch.lines import normalise_text
 
@@ -100,10 +104,14 @@ PLANNED = 47
 # What each cause writes where Shepherd reads it (real lines; each must be claimed by the rule named).
 LINES = {
     "gpu": (
-        "NVRM: Xid (PCI:0000:b7:00): 79, pid=2517, name=python, GPU has fallen off the bus.",
+        "(RayWorkerWrapper pid=2517, ip={ip}) NVRM: Xid (PCI:0000:b7:00): 79, pid=2517, name=python, GPU has "
+        "fallen off the bus.",
         "cuda-hardware-error",
     ),
-    "hbm": ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "cuda-hardware-error"),
+    "hbm": (
+        "(RayWorkerWrapper pid=2517, ip={ip}) RuntimeError: CUDA error: uncorrectable ECC error encountered",
+        "cuda-hardware-error",
+    ),
     "network": (
         "[rank1234]:[E1121 03:12:44.123456 4242 ProcessGroupNCCL.cpp:616] [Rank 1234] Watchdog caught "
         "collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
@@ -111,7 +119,7 @@ LINES = {
         "ran for 600043 milliseconds before timing out.",
         "nccl-error",
     ),
-    "host": ("srun: error: Node failure on node0421", "node-failure"),
+    "host": ("srun: error: Node failure on {node}", "node-failure"),
     "software": (
         "(raylet) ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
         "ray-actor-died",
@@ -138,6 +146,15 @@ class Event:
     gap_s: float
     hang: bool = False
     recognised: bool = True
+    node: int = 1  # which of the job's nodes it struck (node0001 ...; Ray names it by its address)
+
+    @property
+    def node_name(self) -> str:
+        return f"node{self.node:04d}"
+
+    @property
+    def address(self) -> str:
+        return f"10.64.{self.node // 256}.{self.node % 256}"
 
 
 @dataclass
@@ -156,6 +173,7 @@ class Outcome:
 
 def trace(args: argparse.Namespace) -> list[Event]:
     rng = random.Random(args.seed)
+    where = random.Random(f"{args.seed}-nodes")  # its own stream: the trace is the same as without it
     causes = [c for c, n in CAUSES.items() for _ in range(n)]
     rng.shuffle(causes)
     gaps = [rng.expovariate(1.0) for _ in causes]
@@ -164,7 +182,7 @@ def trace(args: argparse.Namespace) -> list[Event]:
     for cause, gap in zip(causes, gaps, strict=True):
         hang = cause in ("gpu", "hbm", "network") and rng.random() < args.hang_fraction
         recognised = cause != "software" or rng.random() >= args.software_unrecognised
-        events.append(Event(cause, gap * scale, hang, recognised))
+        events.append(Event(cause, gap * scale, hang, recognised, where.randint(1, args.gpus // 8)))
     # Planned interruptions fall at random points of the same campaign.
     total = args.days * 86400.0
     marks = sorted(rng.uniform(0, total) for _ in range(PLANNED))
@@ -174,7 +192,7 @@ def trace(args: argparse.Namespace) -> list[Event]:
         end = pos + ev.gap_s
         while i < len(marks) and marks[i] < end:
             merged.append(Event("planned", marks[i] - pos))
-            ev = Event(ev.cause, end - marks[i], ev.hang, ev.recognised)
+            ev = replace(ev, gap_s=end - marks[i])
             pos = marks[i]
             i += 1
         merged.append(ev)
@@ -199,6 +217,7 @@ class ShepherdDecider:
         self.step_s, self.startup_s = step_s, startup_s
         # what the stalled trigger learnt of the run's rhythm, handed to each next attempt as the monitor does
         self.learnt: dict[str, Rhythm] = {}
+        self.exclude: list[str] = []  # nodes the resumes excluded so far (each attempt's --exclude)
 
     def attempt_row(
         self,
@@ -214,6 +233,7 @@ class ShepherdDecider:
             "checkpoint": f"/ckpt/step_{start_step}" if start_step else None,
             "ckpt_step_at_submit": start_step,
             "resumed_by": "human" if by_human else None,  # as `shepherd resume` records it
+            "exclude": list(self.exclude),
         }
         row = AttemptRow(
             RUN,
@@ -270,7 +290,7 @@ class ShepherdDecider:
             found = feed(self.rules, st, StateEvent(RUN, n, str(10000 + n), STATES[cause], at=seen))
         else:
             key = cause if ev.recognised else "software-unknown"
-            line, _ = LINES[key]
+            line = LINES[key][0].format(ip=ev.address, node=ev.node_name)
             batch = normalise_text(line + "\n")
             found = scan_lines(
                 self.rules, st, batch.texts, "ray-driver.log", 1, seen, prefixes=batch.prefixes
@@ -289,7 +309,7 @@ class ShepherdDecider:
                 RUN,
                 n,
                 now,
-                "unrecognised-failure",
+                UNRECOGNISED,
                 "alert",
                 "unrecognised:FAILED",
                 "no rule recognised the failure",
@@ -298,8 +318,13 @@ class ShepherdDecider:
             )
         )
 
-    def decide(self, m: Match, n: int, now: float, ckpt_after: int) -> Resume | GiveUp | None:
-        """decide/plan.py on the run's real history (the decision recorded first, as Actions.on_match)."""
+    def decide(
+        self, m: Match, n: int, now: float, ckpt_after: int, *, node: str | None = None
+    ) -> Resume | GiveUp | None:
+        """decide/plan.py on the run's real history (the decision recorded first, as Actions.on_match).
+
+        `node`: the node Slurm names for the evidence's address (Actions._failing_node asks sinfo), used
+        when the rule's resume excludes the failing node, as Actions._carry_out does before planning."""
         evidence = {
             "policy": {
                 "category": m.category,
@@ -323,6 +348,8 @@ class ShepherdDecider:
                 "carried out",
             )
         )
+        if any(a.resume is not None and a.resume.exclude_node for a in m.actions):
+            m = replace(m, node=node if m.node and looks_like_ip(m.node) else m.node)
         # The policy looks back to the last progress, a healthy stretch, another signature or an hour ago;
         # the newest HISTORY attempts hold all of that (the daemon passes them all: O(n) per decision).
         past = attempt_records(
@@ -343,6 +370,8 @@ class ShepherdDecider:
             default_checkpoint=self.spec.resume.checkpoint,
         )
         for effect in plan.effects:
+            if isinstance(effect, Resume) and effect.exclude_node and m.node:
+                self.exclude.append(m.node)
             if isinstance(effect, Resume | GiveUp):
                 return effect
         return None
@@ -447,15 +476,24 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
                 seen = next_poll(limit_end, poll, phase)
                 m = decider.match(n, started, "time_limit", ev, seen=seen, until=limit_end)
             detected = m.evidence.at if m is not None and hang else seen
-            if m is None:  # no rule: the job ends FAILED, recorded as `unrecognised-failure`; a human resumes
+            if m is None:  # no rule: the job ends FAILED, seen at the next poll (Actions.on_unmatched_end)
                 detected = next_poll(job_end, poll, phase)
-                decider.unrecognised(n, detected)
+                m = unrecognised_resume(
+                    RUN, n, JobState.FAILED, "no rule recognised the failure",
+                    step_before=start_step, step_after=saved_steps[-1], at=detected,
+                )  # fmt: skip
+                if m is None:  # no new checkpoint first: recorded as `unrecognised-failure`; a human resumes
+                    decider.unrecognised(n, detected)
             if detected < job_end:  # Shepherd cancels a job it has given up on or will resume
                 job_end = min(job_end, detected + args.cancel_s)
             decider.attempt_row(n, submit_at, started, job_end, start_step, by_human=by_human)
-            decision = decider.decide(m, n, detected, saved_steps[-1]) if m is not None else None
+            decision = (
+                decider.decide(m, n, detected, saved_steps[-1], node=ev.node_name) if m is not None else None
+            )
             out.decision_cpu_s.append(time.perf_counter() - cpu0)
-            gone = next_poll(job_end, poll, phase)
+            # A resume waits for Slurm to say the job is gone, at the fast cadence (loops.poll_interval).
+            fast = isinstance(decision, Resume) and job_end > detected
+            gone = next_poll(job_end, s.slurm.poll_interval_s if fast else poll, phase)
             if isinstance(decision, Resume):
                 resubmit = max(decision.at, gone)
                 selector = decision.selector
@@ -478,7 +516,7 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
         resume_step = chosen.step if chosen is not None else 0
         rule = cause
         if strategy == "shepherd":
-            rule = m.rule if m is not None else "unrecognised-failure"
+            rule = m.rule if m is not None else UNRECOGNISED
         category = (
             m.category
             if strategy == "shepherd" and m is not None
@@ -553,10 +591,12 @@ def summarise(out: Outcome, args: argparse.Namespace) -> dict[str, Any]:
 
 def stop_kind(reason: str) -> str:
     """The policy's reason for stopping, without the run's particulars."""
+    if reason.startswith("the same failure (unrecognised:"):
+        return "an unrecognised failure twice in a row"
     for prefix, kind in (
-        ("no rule", "no rule recognised the failure"),
+        ("no rule", "no rule recognised the failure, and no new checkpoint came first"),
         ("retry budget", "retry budget spent (failures without a new checkpoint)"),
-        ("the same failure", "the same signature 4 times in a row"),
+        ("the same failure", "the same rule's failure 4 times in a row"),
         ("thrashing", "thrashing"),
     ):
         if reason.startswith(prefix):

@@ -432,7 +432,9 @@ class Actions:
         """
         if any(a.resume is not None and a.resume.exclude_node for a in m.actions):
             # Named before the policy decides: a fault pinned to a node the resume excludes counts apart.
-            m = replace(m, node=await self._failing_node(m, attempt))
+            # An address no node answers to stays as the evidence said it (the message shows it).
+            node = await self._failing_node(m, attempt)
+            m = replace(m, node=node) if node else m
         cfg = policy_config(spec)
         past = attempt_records(
             self.store.attempts(run.id),

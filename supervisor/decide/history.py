@@ -17,8 +17,16 @@ from supervisor.rules.engine import Match
 
 def policy_config(spec: JobSpec) -> PolicyConfig:
     """The spec's resume budget and backoff as the policy's settings."""
+    cap = max(0, spec.resume.max_attempts - 1)
+    base = PolicyConfig()
     return PolicyConfig(
-        max_retries=max(0, spec.resume.max_attempts - 1),
+        max_retries=cap,
+        # Node faults have their own budget, which a run's own explicit cap still bounds.
+        node_fault_max_retries=(
+            min(cap, base.node_fault_max_retries)
+            if "max_attempts" in spec.resume.model_fields_set
+            else base.node_fault_max_retries
+        ),
         backoff_base_s=spec.resume.backoff_s,
         backoff_cap_s=max(spec.resume.backoff_s, spec.resume.backoff_max_s),
     )

@@ -6,9 +6,10 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from supervisor.decide.history import attempt_records
+from supervisor.decide.history import attempt_records, policy_config
 from supervisor.decide.policy import decide
 from supervisor.domain.runs import AttemptRow, AttemptState, DecisionRow
+from supervisor.domain.spec import JobSpec
 
 NAN_POLICY = {
     "category": "failure",
@@ -70,3 +71,12 @@ def test_an_attempt_a_person_resumed_is_marked_so_the_policy_counts_afresh_from_
     assert [r.resumed_by_human for r in history] == [False, False, False, False, True]
     assert decide(history, now=600.0).action == "resume"
     assert decide(history[:4], now=600.0).action == "give_up"
+
+
+def test_a_runs_explicit_attempt_cap_bounds_node_faults_too_the_default_does_not() -> None:
+    def spec(**resume: int) -> JobSpec:
+        return JobSpec.model_validate({"name": "r", "command": ["true"], "resume": resume})
+
+    assert policy_config(spec()).node_fault_max_retries == 8
+    assert policy_config(spec(max_attempts=2)).node_fault_max_retries == 1
+    assert policy_config(spec(max_attempts=20)).node_fault_max_retries == 8

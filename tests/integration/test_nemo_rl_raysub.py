@@ -184,6 +184,12 @@ def test_a_hand_submitted_ray_sub_job_is_adopted_and_resumed_from_its_best_step(
         .split(";")[0]
     )
     path = nemo_spec(tmp_path, "adopted", V060, command)
+    # This user picks the checkpoint after an unknown crash themselves (else it resumes once from latest).
+    path.write_text(
+        path.read_text().replace(
+            "resume: {backoff_s: 0,", "resume: {backoff_s: 0, unrecognised_after_progress: false,"
+        )
+    )
     run = sup.cli("adopt", job, "--spec", str(path)).stdout.strip().split()[-1]
     failed = sup.wait_state(run, FINAL, timeout=300)
     assert failed["state"] == "FAILED", sup.status(run)

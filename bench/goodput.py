@@ -348,7 +348,7 @@ class ShepherdDecider:
                 "carried out",
             )
         )
-        if any(a.resume is not None and a.resume.exclude_node for a in m.actions):
+        if m.excludes_node:
             m = replace(m, node=node if m.node and looks_like_ip(m.node) else m.node)
         # The policy looks back to the last progress, a healthy stretch, another signature or an hour ago;
         # the newest HISTORY attempts hold all of that (the daemon passes them all: O(n) per decision).

@@ -430,8 +430,8 @@ class Actions:
         appended (`announce`), so a budget that turned a resume into a give-up can never be announced as a
         resume.
         """
-        if any(a.resume is not None and a.resume.exclude_node for a in m.actions):
-            # Named before the policy decides: a fault pinned to a node the resume excludes counts apart.
+        if m.excludes_node:
+            # Named once, before the policy decides: a fault pinned to an excluded node counts apart.
             # An address no node answers to stays as the evidence said it (the message shows it).
             node = await self._failing_node(m, attempt)
             m = replace(m, node=node) if node else m
@@ -571,7 +571,7 @@ class Actions:
             reason = f"{m.rule} at step {plan.before_step}: cannot roll back ({why})"
             return await self._give_up(run, attempt, reason, m)
         exclude = set(prev.exclude)
-        node = await self._failing_node(m, attempt) if plan.exclude_node else None
+        node = m.fault_node if plan.exclude_node else None  # resolved in _carry_out
         if node:
             exclude.add(node)
         overrides = AttemptOverrides(
@@ -757,7 +757,7 @@ class Actions:
         await self._unrecognised(run, attempt, decision_id, reason)
 
     def _unrecognised_resume(
-        self, run: RunRow, attempt: AttemptRow, state: JobState, reason: str, at: float | None = None
+        self, run: RunRow, attempt: AttemptRow, state: JobState, reason: str
     ) -> Match | None:
         """The resume-once match for an end no rule claimed, when the spec allows it and the attempt saved a
         new checkpoint first (decide/plan.py says when)."""
@@ -772,7 +772,7 @@ class Actions:
             reason,
             step_before=int(before) if before is not None else None,
             step_after=newest_checkpoint_step(spec, attempt.overrides.get("checkpoint_dir")),
-            at=self.clock() if at is None else at,
+            at=self.clock(),
         )
 
     async def _unrecognised(

@@ -201,14 +201,15 @@ class Match:
         return tuple(a.kind for a in self.actions)
 
     @property
+    def excludes_node(self) -> bool:
+        """Whether the match's resume excludes the failing node from the next attempts."""
+        return any(a.resume is not None and a.resume.exclude_node for a in self.actions)
+
+    @property
     def fault_node(self) -> str | None:
         """The node this failure is pinned on when the match's resume excludes it (decide/policy.py counts
-        such faults apart: the next attempt runs elsewhere)."""
-        if (
-            self.node
-            and not looks_like_ip(self.node)
-            and any(a.resume is not None and a.resume.exclude_node for a in self.actions)
-        ):
+        such faults apart: the next attempt runs elsewhere); an address is no node name."""
+        if self.node and not looks_like_ip(self.node) and self.excludes_node:
             return self.node
         return None
 

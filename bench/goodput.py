@@ -27,7 +27,7 @@ The same trace is replayed under three strategies, each with its real cadence:
                   limit.
     poller        a fixed-interval poller that resumes every failed job from the latest checkpoint at once
                   (SkyPilot-like: job status every 15 s, no hang detection, no backoff).
-    shepherd      Shepherd's REAL decision code: the default rules (rules/default.yaml) compiled by the real
+    shepherd      Shepherd's REAL decision code: the shipped default rules compiled by the real
                   engine see each failure's line or Slurm state (or, for a hang, the clock: the
                   `rollouts-stalled` timer), decide/history.py turns the run's attempts and decisions so far
                   into the policy's records, decide/plan.py + decide/policy.py decide (budget, backoff,

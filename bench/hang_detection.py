@@ -1,6 +1,6 @@
 """How fast a hung run is declared, and how often a healthy one is, with the learnt rhythm vs the fixed timer.
 
-Progress streams are replayed through Shepherd's REAL engine (rules/default.yaml compiled by the real loader,
+Progress streams are replayed through Shepherd's REAL engine (the default rules compiled by the real loader,
 fed `ProgressEvent`s the way the monitor does, with its one-second clock `Tick`s thinned to --tick-s), twice
 in the same run: with the shipped `rollouts-stalled` rule (learnt per-phase bound) and, as the baseline, the
 same rule with its `learn:` line removed (today's fixed 30 min).
@@ -203,7 +203,7 @@ def fixed_ruleset(tmp: Path) -> RuleSet:
     """The baseline: the shipped rules with the stall rule's `learn:` line removed (the fixed 30 min)."""
     text = DEFAULT_RULES_PATH.read_text()
     fixed = re.sub(r"^\s+learn: \{[^}]*\}\n", "", text, flags=re.M)
-    assert fixed != text, "rules/default.yaml has no `learn:` line to remove"
+    assert fixed != text, "supervisor/rules/defaults/default.yaml has no `learn:` line to remove"
     path = tmp / "fixed.yaml"
     path.write_text(fixed)
     return load_ruleset([path], use_default=False)

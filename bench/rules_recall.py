@@ -1,10 +1,10 @@
 """Recall benchmark: how many real failure-log excerpts (tests/data/failure-logs/) the rules recognise.
 
 Every excerpt is replayed through the production path (watch/lines.py, then the engine) with the rules under
-test (default: rules/default.yaml); a failure counts when its labelled rule owns the incident, a benign
-excerpt when no rule decides anything. As a baseline measured in the same run, the same corpus is replayed
-against the rules file of another git revision (default: the corpus branch's base, 4df7c5c), so the table
-shows what the current rules gained.
+test (default: supervisor/rules/defaults/default.yaml); a failure counts when its labelled rule owns the
+incident, a benign excerpt when no rule decides anything. As a baseline measured in the same run, the same
+corpus is replayed against the rules file of another git revision (default: the corpus branch's base,
+4df7c5c), so the table shows what the current rules gained.
 
 Prints one line per class, the misses, and as its last line a JSON object with at least `recall` (over all
 failure excerpts) and `benign_fired` (benign excerpts on which some rule decided). Results are saved to
@@ -30,19 +30,25 @@ from tests.support.corpus import BENIGN, Score, load, score  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "rules_recall.json"
 BASELINE_REV = "4df7c5c"
+DEFAULT_RULES_PATHS = ("supervisor/rules/defaults/default.yaml", "rules/default.yaml")  # now, before
 
 
 def baseline_rules(rev: str) -> RuleSet | None:
     """The default rules as they were at `rev` (None when git cannot show them, or they no longer load)."""
-    try:
-        text = subprocess.run(
-            ["git", "-C", str(REPO), "show", f"{rev}:rules/default.yaml"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
+    text = None
+    for where in DEFAULT_RULES_PATHS:  # the file moved into the package; an older rev has it at the top
+        try:
+            text = subprocess.run(
+                ["git", "-C", str(REPO), "show", f"{rev}:{where}"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=30,
+            ).stdout
+            break
+        except (OSError, subprocess.SubprocessError):
+            continue
+    if text is None:
         return None
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
         fh.write(text)

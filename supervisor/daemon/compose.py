@@ -34,7 +34,7 @@ from supervisor.notify.slack.service import SlackOutbox, SlackService
 from supervisor.notify.slack.sink import SlackSink
 from supervisor.ports import NoticeSink
 from supervisor.preflight.probe import run_preflight
-from supervisor.rules.loader import REPO_RULES, spec_rules_problems
+from supervisor.rules.loader import DEFAULT_RULES_DIR, spec_rules_problems
 from supervisor.service.reload import Reloader
 from supervisor.service.sdnotify import Notifier
 from supervisor.service.watchdog import HeartbeatRegistry
@@ -147,7 +147,7 @@ def build(
 
     async def watch_rules_files() -> None:
         """A changed rules file reloads like SIGHUP; a bad one keeps the old rules and alerts."""
-        dirs = [d for d in {REPO_RULES, *settings.rules_dirs} if d.is_dir()]
+        dirs = [d for d in {DEFAULT_RULES_DIR, *settings.rules_dirs} if d.is_dir()]
         if not dirs:
             return
         async for _ in watchfiles.awatch(*dirs, debounce=300, recursive=False):

@@ -12,6 +12,7 @@ import stat
 import threading
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,10 @@ from supervisor.rules.model import Rule, RulesFile
 RuleError = FieldError
 
 MAX_RULES_BYTES = 1024 * 1024  # the default rules file is ~20 KB
-REPO_RULES = Path(__file__).resolve().parents[2] / "rules"  # the shipped rules, beside the package
-DEFAULT_RULES_PATH = REPO_RULES / "default.yaml"
+# The shipped rules are package data (pyproject's package-data), so a wheel that pipx or uv installed has
+# them too; read where the package lies (wheels install unpacked): errors and `rules check` name a real file.
+DEFAULT_RULES_DIR = Path(str(resources.files("supervisor.rules") / "defaults"))
+DEFAULT_RULES_PATH = DEFAULT_RULES_DIR / "default.yaml"
 
 
 class RulesError(YamlDocumentError):

@@ -39,7 +39,7 @@ def test_the_demo_detects_the_failure_resumes_and_completes(tmp_path: Path, slur
     texts = [m.get("text") or "" for m in record["messages"]]
     assert any("submitted" in t for t in texts) and any("completed" in t for t in texts)
     assert any("HF" in t for t in texts)  # the alert about the cache reached the thread
-    # a healthy run: no RL training-health rule (rules/default.yaml) said a word
+    # a healthy run: no RL training-health rule (supervisor/rules/defaults/default.yaml) said a word
     health = (
         "training diverged",
         "reward collapsed",

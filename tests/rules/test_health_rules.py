@@ -1,4 +1,4 @@
-"""The RL training-health rules of rules/default.yaml on realistic metric streams (Shepherd's names).
+"""The RL training-health rules of the default rules on realistic metric streams (Shepherd's names).
 
 Healthy streams must stay quiet: the recorded 100 steps of our trainer's toy run (examples/toy-grpo.yaml,
 tests/data/metric-streams/) and noisy synthetic GRPO runs (a learning curve with step noise, lognormal grad

@@ -6,13 +6,23 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from supervisor.cli import control, doctor, plot, report, rules, runs, service, watch
 from supervisor.cli.common import EXIT_ERROR, CliError, Handler
 
 
+def installed_version() -> str:
+    """The version of the installed distribution (a wheel's, or the editable checkout's metadata)."""
+    try:
+        return metadata.version("shepherd")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="shepherd", description="Supervise GRPO runs on Slurm + Ray.")
+    p.add_argument("--version", action="version", version=f"shepherd {installed_version()}")
     p.add_argument(
         "--root", default=None, help="state root (default: $SHEPHERD_ROOT or ~/.local/state/shepherd)"
     )

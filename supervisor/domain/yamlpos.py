@@ -94,20 +94,37 @@ def _check_nesting(text: str) -> None:
         return
     depth = 0
     events = 0
-    for event in yaml.parse(text, Loader=yaml.CSafeLoader):
-        events += 1
-        if isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
-            depth += 1
-            if depth > MAX_YAML_DEPTH:
+    try:
+        for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+            events += 1
+            if isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise yaml.MarkedYAMLError(
+                        problem=f"nested deeper than {MAX_YAML_DEPTH} levels", problem_mark=_mark(event)
+                    )
+            elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+                depth -= 1
+            if events > 4 * MAX_YAML_NODES:
                 raise yaml.MarkedYAMLError(
-                    problem=f"nested deeper than {MAX_YAML_DEPTH} levels", problem_mark=_mark(event)
+                    problem=f"more than {MAX_YAML_NODES} values", problem_mark=_mark(event)
                 )
-        elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
-            depth -= 1
-        if events > 4 * MAX_YAML_NODES:
-            raise yaml.MarkedYAMLError(
-                problem=f"more than {MAX_YAML_NODES} values", problem_mark=_mark(event)
-            )
+    except yaml.MarkedYAMLError as exc:
+        if not _is_libyaml_nesting_refusal(exc):
+            raise
+        # LibYAML's scanner reads a flow line ahead of its events, and since the LibYAML that PyYAML 6.0.4
+        # bundles it refuses past its own bound (1000 levels) first: the same refusal, said our way, so the
+        # message does not depend on which PyYAML build a machine installed.
+        mark = exc.problem_mark
+        raise yaml.MarkedYAMLError(
+            problem=f"nested deeper than {MAX_YAML_DEPTH} levels",
+            problem_mark=yaml.Mark("", 0, mark.line, mark.column, None, 0) if mark is not None else None,
+        ) from exc
+
+
+def _is_libyaml_nesting_refusal(exc: yaml.MarkedYAMLError) -> bool:
+    """LibYAML's own depth bound (`yaml_set_max_nest_level`), whose depth is always far beyond ours."""
+    return "maximum nesting depth" in (exc.problem or "")
 
 
 def _mark(event: yaml.Event) -> yaml.Mark:

@@ -40,6 +40,15 @@ def test_deep_nesting_is_refused_at_its_line() -> None:
     assert line == 2 and f"nested deeper than {MAX_YAML_DEPTH} levels" in reason
 
 
+@pytest.mark.parametrize("levels", [MAX_YAML_DEPTH + 1, 1001, 5000])
+def test_the_refusal_is_shepherds_whichever_yaml_layer_refuses_first(levels: int) -> None:
+    # past 1000 levels the LibYAML bundled with PyYAML >= 6.0.3 stops the scan with its own message first
+    for text in ("[" * levels + "]" * levels, "".join(f"{'  ' * i}k{i}:\n" for i in range(levels)) + "  x\n"):
+        line, reason = refusal(f"name: x\ncommand: {text}" if text.startswith("[") else text)
+        assert reason == f"invalid YAML: nested deeper than {MAX_YAML_DEPTH} levels"
+        assert line is not None and line <= MAX_YAML_DEPTH + 2
+
+
 def test_aliases_that_nest_deeper_than_the_bound_are_refused() -> None:
     lines = ["a0: &a0 [x]"] + [f"a{i}: &a{i} [*a{i - 1}]" for i in range(1, 60)]
     _line, reason = refusal("\n".join(lines) + "\n")

@@ -101,15 +101,18 @@ def cmd_submit(args: argparse.Namespace) -> int:
 def _preflight_refuses(settings: Settings, spec: JobSpec, path: Path) -> bool:
     """Run preflight (bounded by preflight.timeout_s); print warnings; True if a problem refuses the spec."""
     pf = settings.preflight
-    slurm = (
-        SlurmClient(
-            timeout_s=min(pf.timeout_s, settings.slurm.command_timeout_s), bin_dir=settings.slurm.bin_dir
-        )
-        if pf.test_only
-        else None
+    slurm = SlurmClient(
+        timeout_s=min(pf.timeout_s, settings.slurm.command_timeout_s), bin_dir=settings.slurm.bin_dir
     )
     problems = anyio.run(
-        partial(run_preflight, spec, slurm=slurm, timeout_s=pf.timeout_s, shared_paths=pf.shared_paths)
+        partial(
+            run_preflight,
+            spec,
+            slurm=slurm if pf.test_only else None,
+            nodes=slurm,
+            timeout_s=pf.timeout_s,
+            shared_paths=pf.shared_paths,
+        )
     )
     for p in problems:
         if not p.blocking:

@@ -225,15 +225,21 @@ def build(
 
 def intake_preflight(settings: Settings) -> Callable[[JobSpec], list[str]]:
     """Preflight for the intake's worker thread: run on the daemon's loop, blocking problems returned as
-    the spec's errors, warnings logged. Its own Slurm client: `--test-only` submits nothing (not fenced)."""
+    the spec's errors, warnings logged. Its own Slurm client: `--test-only` submits nothing (not fenced), and
+    `scontrol show node` says whether the nodes are this machine."""
     pf = settings.preflight
     timeout = min(pf.timeout_s, settings.slurm.command_timeout_s)
-    slurm = SlurmClient(timeout_s=timeout, bin_dir=settings.slurm.bin_dir) if pf.test_only else None
+    slurm = SlurmClient(timeout_s=timeout, bin_dir=settings.slurm.bin_dir)
+    ask = partial(
+        run_preflight,
+        slurm=slurm if pf.test_only else None,
+        nodes=slurm,
+        timeout_s=pf.timeout_s,
+        shared_paths=pf.shared_paths,
+    )
 
     def check(spec: JobSpec) -> list[str]:
-        problems = anyio.from_thread.run(
-            partial(run_preflight, spec, slurm=slurm, timeout_s=pf.timeout_s, shared_paths=pf.shared_paths)
-        )
+        problems = anyio.from_thread.run(partial(ask, spec))
         for p in problems:
             if not p.blocking:
                 log.warning("preflight could not check everything", spec=spec.name, problem=str(p))

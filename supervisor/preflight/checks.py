@@ -8,12 +8,14 @@ preflight must never hold a submission up for long or refuse it for the cluster'
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import ipaddress
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from supervisor.domain.spec import JobSpec
+from supervisor.slurm.parse import SlurmNode
 
 CHECKS = ("paths", "shared", "model", "writable", "container", "sbatch")
 Kind = Literal["dir", "file", "any"]
@@ -88,10 +90,71 @@ def _under(path: Path, roots: Sequence[Path]) -> bool:
     return any(path == r or r in path.parents for r in roots)
 
 
+def is_local(need: Need, facts: PathFacts, shared_paths: Sequence[Path]) -> bool:
+    """The path is on a disk of this machine only (and not declared shared): the nodes see it only if they
+    are this machine."""
+    return facts.error is None and not facts.shared and not _under(need.path, shared_paths)
+
+
+@dataclass(frozen=True, slots=True)
+class Here:
+    """This machine, as the compute nodes' names and addresses are compared with it."""
+
+    names: frozenset[str]  # its hostname (lower case), and its short form
+    addresses: frozenset[str]  # addresses that are this machine's own
+
+
+def _short(name: str) -> str:
+    return name if _ip(name) is not None else name.split(".", 1)[0]
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def job_nodes(nodes: Sequence[SlurmNode], partition: str | None) -> list[SlurmNode]:
+    """The nodes a job may run on: those of its partitions (`a,b`), or every node of the cluster when the
+    spec names none (the default partition is not asked: such a job is here only if the whole cluster is)."""
+    if partition is None:
+        return list(nodes)
+    wanted = set(partition.split(","))
+    return [n for n in nodes if wanted & set(n.partitions)]
+
+
+def node_is_here(node: SlurmNode, here: Here, resolved: frozenset[str]) -> bool:
+    """Whether `node` is this machine: its slurmd runs under our hostname (NodeHostName), or its NodeAddr or
+    NodeHostName is (or resolves to, `resolved`) a loopback address or one of ours."""
+    names = {x.lower() for x in (node.hostname, node.addr)}
+    if (names | {_short(x) for x in names}) & here.names:
+        return True
+    literal = {x for x in (node.addr, node.hostname) if _ip(x) is not None}
+    for text in literal | resolved:
+        ip = _ip(text.split("%", 1)[0])  # fe80::1%eth0: the scope says nothing about whose it is
+        if ip is not None and (ip.is_loopback or str(ip) in here.addresses):
+            return True
+    return False
+
+
+def nodes_are_here(nodes: Sequence[SlurmNode], here: Here, resolved: Mapping[str, frozenset[str]]) -> bool:
+    """Whether every node is this machine (a single-machine cluster: the dev cluster, a workstation), so a
+    path on a local disk is one the job sees; `resolved` maps a node's name to what its NodeAddr and
+    NodeHostName resolve to here. No nodes: not known to be here."""
+    return bool(nodes) and all(node_is_here(n, here, resolved.get(n.name, frozenset())) for n in nodes)
+
+
 def judge_path(
-    need: Need, facts: PathFacts, shared_paths: Sequence[Path], skip: frozenset[str]
+    need: Need,
+    facts: PathFacts,
+    shared_paths: Sequence[Path],
+    skip: frozenset[str],
+    *,
+    nodes_here: bool = False,
 ) -> list[Problem]:
-    """The problems of one path, given what was found there."""
+    """The problems of one path, given what was found there; `nodes_here`: the job's nodes are this machine,
+    so a local path is one they see."""
     f, p = need.field, need.path
     if f.startswith("container") and "container" in skip:
         return []
@@ -107,7 +170,7 @@ def judge_path(
             return [Problem(f, f"{p} is a directory, not a file", "point it at the file")]
         if not facts.readable:
             return [Problem(f, f"{p} is not readable by you", f"chmod u+r {p}, or use a copy you can read")]
-    if "shared" not in skip and not facts.shared and not _under(p, shared_paths):
+    if "shared" not in skip and not nodes_here and is_local(need, facts, shared_paths):
         out.append(
             Problem(
                 f,

@@ -27,12 +27,14 @@ from supervisor.slurm.parse import (
     SQUEUE_FORMAT,
     JobObservation,
     ParseProblem,
+    SlurmNode,
     looks_unreachable,
     node_for_address,
     parse_sacct,
     parse_sbatch_parsable,
     parse_scontrol_config,
     parse_scontrol_job,
+    parse_scontrol_nodes,
     parse_sdiag_time,
     parse_squeue,
 )
@@ -350,6 +352,14 @@ class SlurmClient:
         if fields.get("JobId") != job_id:
             raise SlurmRejected(f"scontrol show job {job_id}: no such job")
         return fields
+
+    async def nodes(self) -> list[SlurmNode]:
+        """Every node of the cluster (`scontrol -o show node`): its address, hostname and partitions."""
+        argv = [self._exe("scontrol"), "-o", "show", "node"]
+        proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        return parse_scontrol_nodes(proc.stdout.decode(errors="replace"))
 
     async def test_only(self, req: SubmitRequest) -> str:
         """`sbatch --test-only`: whether Slurm would accept the request (account, partition, QOS, time, GRES),

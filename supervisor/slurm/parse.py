@@ -229,12 +229,42 @@ _SHOW_FIELD_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9:_/]*)=")
 
 def parse_scontrol_job(text: str) -> dict[str, str]:
     """`scontrol show job -o JOBID` as a dict (the first job); a value runs to the next ` Key=`."""
-    line = next((ln for ln in text.splitlines() if "JobId=" in ln), "")
+    return _show_fields(next((ln for ln in text.splitlines() if "JobId=" in ln), ""))
+
+
+def _show_fields(line: str) -> dict[str, str]:
+    """`Key=value Key=value ...` of `scontrol show`: a value runs to the next ` Key=` (an OS string has
+    spaces)."""
     marks = list(_SHOW_FIELD_RE.finditer(line))
     out: dict[str, str] = {}
     for i, m in enumerate(marks):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(line)
         out[m.group(1)] = line[m.end() : end].strip()
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmNode:
+    """One node as `scontrol show node` describes it: how it is reached (NodeAddr), the machine its slurmd
+    runs on (NodeHostName) and the partitions it serves."""
+
+    name: str
+    addr: str
+    hostname: str
+    partitions: tuple[str, ...]
+
+
+def parse_scontrol_nodes(text: str) -> list[SlurmNode]:
+    """`scontrol -o show node`, one line per node; a node without NodeAddr or NodeHostName is reached by its
+    name, as Slurm does."""
+    out: list[SlurmNode] = []
+    for line in text.splitlines():
+        fields = _show_fields(line)
+        name = fields.get("NodeName", "")
+        if not name:
+            continue
+        parts = tuple(p for p in fields.get("Partitions", "").split(",") if p)
+        out.append(SlurmNode(name, fields.get("NodeAddr") or name, fields.get("NodeHostName") or name, parts))
     return out
 
 

@@ -164,6 +164,12 @@ def add_known_secrets(values: Iterable[str]) -> None:
         _known_secrets = _known_secrets | new
 
 
+def known_secrets() -> frozenset[str]:
+    """The secrets registered so far (the daemon's tokens, its runs' env_files and pass_env values): what a
+    job's environment is built without (slurm/jobenv.py)."""
+    return _known_secrets
+
+
 def clear_known_secrets() -> None:
     """For tests."""
     global _known_secrets

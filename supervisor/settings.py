@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from supervisor.domain.envfiles import read_private_env_file
 from supervisor.domain.notices import Level
 from supervisor.domain.spec import MAX_SPEC_BYTES
 
@@ -35,6 +36,11 @@ class SlackSettings(BaseModel):
     signing_secret_env: str = "SLACK_SIGNING_SECRET"
     webhook_url: SecretStr | None = None
     webhook_url_env: str = "SLACK_WEBHOOK_URL"
+    token_file: Path | None = Field(
+        default=None,
+        description="a private (mode 600) KEY=VALUE file holding the tokens under the *_env names "
+        "(SLACK_BOT_TOKEN=xoxb-...); read before the environment. A Slurm-hosted daemon needs it",
+    )
     base_url: str = Field(default="https://slack.com/api/", description="Web API root (tests: the stand-in)")
 
     channel: str | None = Field(default=None, description="default channel id for run threads")
@@ -85,8 +91,16 @@ class SlackSettings(BaseModel):
     ) -> str | None:
         if value is not None and value.get_secret_value():
             return value.get_secret_value()
+        if self.token_file is not None:  # raises EnvFileError (located) when not private to this user
+            found = read_private_env_file(self.token_file).get(env_name)
+            if found:
+                return found
         env = os.environ if environ is None else environ
         return env.get(env_name) or None
+
+    def secret_env_names(self) -> tuple[str, ...]:
+        """The variables the daemon reads its Slack secrets from: never passed on to a job."""
+        return (self.bot_token_env, self.app_token_env, self.signing_secret_env, self.webhook_url_env)
 
     def resolved_bot_token(self, environ: Mapping[str, str] | None = None) -> str | None:
         return self._secret(self.bot_token, self.bot_token_env, environ)

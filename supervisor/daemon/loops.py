@@ -8,6 +8,7 @@ anything is submitted. Everything is built in `compose.py`.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -26,6 +27,7 @@ from supervisor.act.actions import Actions
 from supervisor.act.checkpoints import keep_the_choice, newest_checkpoint_step
 from supervisor.daemon.wakeups import Wakeups
 from supervisor.decide.transitions import Transition, transition
+from supervisor.domain.envfiles import PASS_ENV_FILE, EnvFileError, read_secret_env
 from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Notice
 from supervisor.domain.observations import StateEvent
@@ -36,7 +38,9 @@ from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.faultpoints import crash_point
 from supervisor.intake.queue import Intake, queue_dir_problem
 from supervisor.lease import Lease, NotLeader
+from supervisor.notify.rejections import rejections_notice
 from supervisor.ports import NoticeSink
+from supervisor.redact import add_known_secrets
 from supervisor.service.sdnotify import Notifier
 from supervisor.service.watchdog import (
     HeartbeatRegistry,
@@ -148,6 +152,7 @@ class Daemon:
             if self.lease is not None:
                 tg.start_soon(self.lease.keep, lambda why: self._step_down(tg, why))
             self.adopt_orphans()
+            self.learn_run_secrets()
             # READY=1 only once state is loaded and every intent is reconciled with Slurm.
             await self.reconcile_until_seen()
             await self.settle_after_restart()
@@ -213,6 +218,19 @@ class Daemon:
 
     def status_line(self) -> str:
         return format_status(self.status_summary_for_systemd())
+
+    def learn_run_secrets(self) -> None:
+        """Register every unfinished run's env_files and pass_env values with redact(), so the lines its jobs
+        write reach no decision, log or Slack message with them, after a restart too."""
+        for run in self.store.list_runs(include_final=False):
+            try:
+                add_known_secrets(self._secret_env(run).values())
+            except EnvFileError as exc:  # said again, and the run failed, at its next submission
+                log.warning("a run's secrets are not readable now", run_id=run.id, error=str(exc))
+
+    def _secret_env(self, run: RunRow) -> dict[str, str]:
+        spec = run.spec
+        return read_secret_env(spec.env_files, spec.pass_env, self.settings.runs_dir / run.id / PASS_ENV_FILE)
 
     def adopt_orphans(self) -> None:
         """A crash between claiming a spec (rename) and recording the run leaves a run dir with no row."""
@@ -308,7 +326,10 @@ class Daemon:
         queue of a thousand hostile specs takes seconds, and preflight stats the spec's paths (a hung NFS
         mount blocks there, not here) and asks `sbatch --test-only` back on this loop; the other loops keep
         beating."""
-        claimed, _rejected = await anyio.to_thread.run_sync(self.intake.scan)
+        claimed, rejected = await anyio.to_thread.run_sync(self.intake.scan)
+        notice = rejections_notice(rejected, thread=DAEMON_THREAD, rejected_dir=self.settings.rejected_dir)
+        if notice is not None:  # one message per sweep, however many files it refused
+            self.sink.publish(notice)
         for c in claimed:
             self.store.create_run(c.run_id, c.spec.name, c.spec.model_dump_json(), str(c.spec_path))
         if claimed:
@@ -367,6 +388,22 @@ class Daemon:
             run.id, lambda n: make_job_name(run.id, n), record, generation=self.generation
         )
         crash_point("after-intent")
+        try:  # read at each submission: a key rotated in its env file reaches the next attempt
+            secret_env = await anyio.to_thread.run_sync(lambda: self._secret_env(run))
+        except EnvFileError as exc:
+            self.store.attempt_not_submitted(run.id, attempt.n, AttemptState.SUBMIT_FAILED, str(exc))
+            why = f"its secrets could not be read: {exc}; fix that, then `shepherd resume {run.id}`"
+            self.store.set_run_state(
+                run.id,
+                RunState.FAILED,
+                reason=why,
+                event=("failed", f"attempt {attempt.n} not submitted: {why}", {}),
+                attempt=attempt.n,
+            )
+            log.error("not submitting: the run's secrets could not be read", run_id=run.id, error=str(exc))
+            return None
+        add_known_secrets(secret_env.values())
+        slack = self.settings.slack
         req = build_submit_request(
             spec,
             run_id=run.id,
@@ -376,6 +413,10 @@ class Daemon:
             python_bin_dir=self.python_bin_dir,
             script=self.settings.launch_script,
             generation=self.generation,
+            environ=os.environ,
+            secret_env=secret_env,
+            secret_names=slack.secret_env_names(),
+            secret_values=slack.secrets(),
         )
         Path(req.env["BASE_LOG_DIR"]).mkdir(parents=True, exist_ok=True)
         key = (run.id, attempt.n)

@@ -18,6 +18,7 @@ from slack_sdk.errors import SlackApiError
 
 from supervisor.doctor import checks
 from supervisor.doctor.checks import Finding
+from supervisor.domain.envfiles import EnvFileError
 from supervisor.intake.queue import queue_dir_problem
 from supervisor.lease.keeper import read_lease
 from supervisor.lease.model import describe
@@ -69,6 +70,10 @@ def _slack(settings: Settings, environ: Mapping[str, str]) -> Finding:
     s = settings.slack
     if s.mode == "off":
         return checks.slack("off", None, "")
+    try:
+        s.secrets(environ)
+    except EnvFileError as exc:
+        return checks.slack(s.mode, False, f"slack.token_file: {exc}")
     if s.mode == "webhook":
         ok = bool(s.resolved_webhook_url(environ))
         return checks.slack("webhook", ok, "webhook URL set" if ok else "no webhook URL (SLACK_WEBHOOK_URL)")

@@ -14,13 +14,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from supervisor.domain.envfiles import ENV_KEY_RE, EnvFileError, read_private_env_file
 from supervisor.domain.yamlpos import FieldError, YamlDocumentError, load_yaml_model
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 # Slurm time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or UNLIMITED.
 TIME_RE = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+(:\d{1,2}){0,2})$")
 MEM_RE = re.compile(r"^\d+[KMGT]?$")
-ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # sbatch options we set ourselves; a spec may not override them through extra_args.
 RESERVED_SBATCH = ("--job-name", "-J", "--comment", "--output", "-o", "--error", "-e", "--parsable", "--wrap")
 
@@ -208,6 +208,16 @@ class JobSpec(_Strict):
     command: list[str] | str
     workdir: Path | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    env_files: list[Path] = Field(
+        default_factory=list,
+        description="private KEY=VALUE files (mode 600) read at each submission into the job's environment; "
+        "their values never enter the spec or the store",
+    )
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description="names taken from the environment of the `shepherd submit` that queued the run (e.g. "
+        "WANDB_API_KEY), kept for later attempts in a private file beside the run",
+    )
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
     launcher: LauncherSpec = Field(default_factory=LauncherSpec)
     container: ContainerSpec | None = None
@@ -260,6 +270,31 @@ class JobSpec(_Strict):
             if "\x00" in value:
                 raise ValueError(f"{key}: value must not contain NUL bytes")
         return v
+
+    @field_validator("env_files")
+    @classmethod
+    def _env_files(cls, v: list[Path]) -> list[Path]:
+        for p in v:
+            if not (p.is_absolute() or str(p).startswith("~")):
+                raise ValueError(f"{p}: must be an absolute path (or start with ~)")
+        return v
+
+    @field_validator("pass_env")
+    @classmethod
+    def _pass_env(cls, v: list[str]) -> list[str]:
+        for key in v:
+            if not ENV_KEY_RE.fullmatch(key):
+                raise ValueError(f"{key!r} is not a valid environment variable name")
+        if len(set(v)) != len(v):
+            raise ValueError("a name is listed twice")
+        return v
+
+    @model_validator(mode="after")
+    def _pass_env_not_in_env(self) -> JobSpec:
+        both = sorted(set(self.pass_env) & set(self.env))
+        if both:
+            raise ValueError(f"{', '.join(both)}: named in both env and pass_env; keep one")
+        return self
 
     @model_validator(mode="after")
     def _paths_absolute(self) -> JobSpec:
@@ -341,4 +376,9 @@ def check_spec_files(spec: JobSpec) -> list[str]:
     argv0 = spec.argv()[0]
     if "/" in argv0 and not Path(argv0).exists():
         problems.append(f"command: {argv0} does not exist")
+    for env_file in spec.env_files:
+        try:
+            read_private_env_file(env_file)
+        except EnvFileError as exc:
+            problems.append(f"env_files: {exc}")
     return problems

@@ -21,7 +21,9 @@ import anyio
 import anyio.to_thread
 import structlog
 
+from supervisor.redact import known_secrets
 from supervisor.slurm.jobcomp import JobcompReader
+from supervisor.slurm.jobenv import base_environment
 from supervisor.slurm.parse import (
     SACCT_FIELDS,
     SQUEUE_FORMAT,
@@ -92,7 +94,8 @@ Fence = Callable[[float], None]
 
 @dataclass(frozen=True, slots=True)
 class SubmitRequest:
-    """Everything `sbatch` needs, as data: options, the batch script and the driver's argv."""
+    """Everything `sbatch` needs, as data: options, the batch script, the driver's argv, and the job's
+    environment (over the client's base: jobenv.py; nothing else of this process's reaches the job)."""
 
     script: Path
     script_args: Sequence[str]
@@ -160,7 +163,10 @@ class SlurmClient:
         after the lease it started under."""
         name = Path(argv[0]).name
         self.stats.count(name)
-        base = dict(os.environ) if self.env is None else dict(self.env)
+        # Built from scratch (jobenv.py): sbatch exports what it runs with into the job, srun --overlap
+        # starts a process inside one, and a stray SBATCH_*/SQUEUE_* or SLURM_TIME_FORMAT would change
+        # what a command does or prints. `env` (a request's) is the job's whole environment.
+        base = base_environment(os.environ if self.env is None else self.env, secret_values=known_secrets())
         if env:
             base.update(env)
         limit = self.timeout_s if timeout_s is None else timeout_s

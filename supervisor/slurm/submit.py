@@ -8,12 +8,14 @@ driver is handed over, which sbatch options, which env) is asked of the launcher
 from __future__ import annotations
 
 import os
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.spec import JobSpec
 from supervisor.slurm.client import SubmitRequest
 from supervisor.slurm.command import as_argv, as_shell, driver_command
+from supervisor.slurm.jobenv import base_environment
 from supervisor.slurm.launchers import layout, nemo_rl, shepherd
 from supervisor.slurm.launchers.layout import FileContract
 from supervisor.slurm.parse import make_comment, make_job_name
@@ -43,7 +45,15 @@ def build_submit_request(
     python_bin_dir: Path | None = None,
     script: Path | None = None,
     generation: int | None = None,
+    environ: Mapping[str, str],
+    secret_env: Mapping[str, str] | None = None,
+    secret_names: Collection[str] = (),
+    secret_values: Collection[str] = (),
 ) -> SubmitRequest:
+    """The request of one attempt. Its `env` is the job's whole environment (sbatch runs with exactly it):
+    the documented base of `environ` (the daemon's; jobenv.py), the spec's `env`, `secret_env` (the run's
+    env_files and pass_env values, read by the caller), the resume fix's env, then the launcher's and
+    Shepherd's own variables. `secret_names`/`secret_values`: the daemon's own secrets, never passed on."""
     s = spec.slurm
     log_dir = base_log_dir(spec, run_dir)
     nemo = spec.launcher.kind == "nemo-rl"
@@ -78,15 +88,14 @@ def build_submit_request(
     opts.extend(overrides.sbatch_args)
 
     command = driver_command(spec, overrides)
-    env: dict[str, str] = {}
-    path = os.environ.get("PATH", "/usr/bin:/bin")
+    env = base_environment(environ, secret_names=secret_names, secret_values=secret_values)
     if python_bin_dir is not None:
-        path = f"{python_bin_dir}{os.pathsep}{path}"
+        env["PATH"] = f"{python_bin_dir}{os.pathsep}{env['PATH']}"
         ray_bin = python_bin_dir / "ray"
         if ray_bin.exists():
             env["SHEPHERD_RAY_BIN"] = str(ray_bin)
-    env["PATH"] = path
     env.update(spec.env)
+    env.update(secret_env or {})
     env.update(overrides.env)
     env["BASE_LOG_DIR"] = str(log_dir)
     env["SHEPHERD_RUN_ID"] = run_id

@@ -34,6 +34,7 @@ def request(spec: dict[str, Any], overrides: AttemptOverrides | None = None) -> 
         attempt=2,
         run_dir=Path("/root/runs/nrl-1"),
         overrides=overrides or AttemptOverrides(),
+        environ={"PATH": "/usr/bin:/bin", "HOME": "/home/me"},
     )
 
 

@@ -11,6 +11,7 @@ import structlog
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from supervisor.domain.envfiles import EnvFileError
 from supervisor.notify.slack import http_mode
 from supervisor.notify.slack.commands import AuthPolicy
 from supervisor.notify.slack.handler import CommandHandler, WebResponder
@@ -46,7 +47,10 @@ class SlackOutbox:
     ) -> None:
         self.db = db
         self.settings = settings
-        add_known_secrets(settings.secrets(environ))
+        try:
+            add_known_secrets(settings.secrets(environ))
+        except EnvFileError as exc:
+            raise SlackConfigError(f"slack.token_file: {exc}") from None
         self.web: AsyncWebClient | None = None
         transport: Transport
         if settings.mode == "webhook":

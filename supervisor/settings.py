@@ -2,22 +2,40 @@
 
 The root folder holds everything the daemon owns (queue/, runs/, rejected/,
 state/), so one `--root` is enough to run a second, independent instance.
+Settings are checked like specs: an unknown key is an error, and every problem
+names its line in shepherd.toml or its SHEPHERD_* variable (`SettingsError`).
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 import tomllib
-from collections.abc import Mapping
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import SettingsError as EnvParseError
 
 from supervisor.domain.envfiles import read_private_env_file
 from supervisor.domain.notices import Level
 from supervisor.domain.spec import MAX_SPEC_BYTES
+from supervisor.domain.tomlpos import KeyPath, nearest_line, parse_toml, syntax_error_at
 
 
 class SlackSettings(BaseModel):
@@ -141,6 +159,8 @@ def default_root() -> Path:
 
 
 class SlurmSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     command_timeout_s: float = 30.0
     poll_interval_s: float = Field(
         default=10.0, description="poll cadence while some run is starting or failing"
@@ -155,6 +175,8 @@ class SlurmSettings(BaseModel):
 
 
 class WatchSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     poll_interval_s: float = Field(
         default=2.0, gt=0, description="a polled file that changed at its last check is looked at this often"
     )
@@ -225,6 +247,8 @@ class MetricsSettings(BaseModel):
 class LeaseSettings(BaseModel):
     """One active daemon per root (supervisor/lease): how fast a standby takes over a silent holder."""
 
+    model_config = ConfigDict(extra="forbid")
+
     ttl_s: float = Field(
         default=60.0, gt=0, description="a standby takes over after the holder is silent this long"
     )
@@ -243,6 +267,8 @@ class LeaseSettings(BaseModel):
 class PreflightSettings(BaseModel):
     """Checks of a spec against the cluster before it is queued (supervisor/preflight)."""
 
+    model_config = ConfigDict(extra="forbid")
+
     at_intake: bool = Field(
         default=True, description="the daemon checks claimed specs too, not only `submit`"
     )
@@ -259,6 +285,8 @@ class PreflightSettings(BaseModel):
 
 class ForensicsSettings(BaseModel):
     """Evidence taken from a hung job's nodes before it is cancelled (act/forensics.py)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     enabled: bool = Field(default=True, description="capture stacks before a stall's cancel")
     timeout_s: float = Field(
@@ -364,28 +392,196 @@ class Settings(BaseSettings):
             d.mkdir(parents=True, exist_ok=True)
 
 
+class SettingsError(Exception):
+    """Settings that cannot be used, one located problem a line: `<root>/shepherd.toml:4:
+    slurm.poll_interval_s: should be a valid number`, or `$SHEPHERD_SLURM__POLL_INTERVAL_S: ...`."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsFile:
+    """shepherd.toml as read: its values and the line of each key (for located errors)."""
+
+    path: Path
+    data: dict[str, Any]
+    lines: dict[KeyPath, int]
+
+
+def settings_file_path(root: Path | str | None, config_file: Path | str | None) -> Path:
+    """The settings file: `config_file` ($SHEPHERD_CONFIG_FILE) when given, else `<root>/shepherd.toml`."""
+    if config_file:
+        return Path(config_file)
+    return (Path(root) if root else default_root()) / "shepherd.toml"
+
+
+def read_settings_file(path: Path, *, required: bool = False) -> SettingsFile | None:
+    """Parse a settings file, every problem located; None when there is none (and none was asked for)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if not required:
+            return None
+        raise SettingsError([f"{path}: no such file (named by $SHEPHERD_CONFIG_FILE)"]) from None
+    except OSError as exc:
+        raise SettingsError([f"{path}: cannot read: {exc.strerror or exc}"]) from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SettingsError([f"{path}:{line}: not UTF-8 text (byte {exc.start})"]) from exc
+    try:
+        data, lines = parse_toml(text)
+    except tomllib.TOMLDecodeError as exc:
+        at, reason = syntax_error_at(exc)
+        raise SettingsError([f"{path}{f':{at}' if at else ''}: invalid TOML: {reason}"]) from exc
+    return SettingsFile(path, data, lines)
+
+
 class _TomlSource(PydanticBaseSettingsSource):
-    """Reads `<root>/shepherd.toml` or SHEPHERD_CONFIG_FILE; a missing file is no error."""
+    """Reads `<root>/shepherd.toml`, or the file SHEPHERD_CONFIG_FILE names (then it must exist), below the
+    environment: the root and config_file come from the sources above it (explicit values, SHEPHERD_*)."""
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        explicit = os.environ.get("SHEPHERD_CONFIG_FILE")
-        path = Path(explicit) if explicit else default_root() / "shepherd.toml"
-        if not path.is_file():
-            return {}
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        explicit = self.current_state.get("config_file")
+        path = settings_file_path(self.current_state.get("root"), explicit)
+        found = read_settings_file(path, required=bool(explicit))
+        return found.data if found is not None else {}
 
 
 def load_settings(root: Path | None = None, **overrides: Any) -> Settings:
+    """The settings for `root` (default: $SHEPHERD_ROOT, else ~/.local/state/shepherd); raises `SettingsError`
+    with every problem located, never pydantic's own error."""
     if root is not None:
         overrides["root"] = root
-        toml = root / "shepherd.toml"
-        if toml.is_file() and "SHEPHERD_CONFIG_FILE" not in os.environ:
-            with toml.open("rb") as fh:
-                file_values = tomllib.load(fh)
-            file_values.update(overrides)
-            overrides = file_values
-    return Settings(**overrides)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        config = overrides.get("config_file") or _environ_value("SHEPHERD_CONFIG_FILE")
+        path = settings_file_path(overrides.get("root") or _environ_value("SHEPHERD_ROOT"), config)
+        raise SettingsError(_located(exc, read_settings_file(path))) from None
+    except EnvParseError as exc:
+        raise SettingsError(_unparsed_variables() or [f"SHEPHERD_* environment: {exc}"]) from None
+
+
+_ENV_PREFIX = "SHEPHERD_"
+
+
+def _environ_value(name: str) -> str | None:
+    """A SHEPHERD_* variable as pydantic-settings reads it: whatever the case of its name."""
+    return next((v for k, v in os.environ.items() if k.upper() == name), None)
+
+
+def _shepherd_variables() -> dict[str, str]:
+    """SHEPHERD_* variable names by the key path they set, lower-cased as pydantic-settings matches them."""
+    return {k.lower(): k for k in os.environ if k.upper().startswith(_ENV_PREFIX)}
+
+
+def _located(exc: ValidationError, file: SettingsFile | None) -> list[str]:
+    """pydantic's errors as lines for people: where each value came from (the variable that set it, else its
+    line in the file), the key path, and the reason."""
+    variables = _shepherd_variables()
+    out: list[str] = []
+    for err in exc.errors():
+        loc = tuple(str(p) for p in err["loc"])
+        own = _own_variable(loc, variables)
+        if own is not None:  # the environment beats the file: this value came from the variable
+            where = [f"${own}"]
+        else:  # a whole section: the variables that set keys in it, and the file's table
+            inside = (_ENV_PREFIX + "__".join(loc) + "__").lower() if loc else None
+            where = [f"${v}" for k, v in sorted(variables.items()) if inside and k.startswith(inside)]
+            if file is not None and _in_file(file.data, loc):
+                line = nearest_line(file.lines, loc)
+                where.append(f"{file.path}:{line}" if line else str(file.path))
+        field = ".".join(loc)
+        reason = _reason(err, loc)
+        if where:
+            out.append(f"{', '.join(where)}: {field + ': ' if field else ''}{reason}")
+        else:
+            out.append(f"settings: {field + ': ' if field else ''}{reason}")
+    return out
+
+
+def _own_variable(loc: KeyPath, variables: dict[str, str]) -> str | None:
+    """The SHEPHERD_* variable that set the value at `loc`: its own, or an enclosing table's given as JSON."""
+    for depth in range(len(loc), 0, -1):
+        name = (_ENV_PREFIX + "__".join(loc[:depth])).lower()
+        if name in variables:
+            return variables[name]
+    return None
+
+
+def _in_file(data: dict[str, Any], loc: KeyPath) -> bool:
+    """Whether the file sets the first key of `loc` (the value, or the table it is in); a problem of the
+    whole settings (loc ()) may come from anywhere, so the file is named too."""
+    return not loc or loc[0] in data
+
+
+def _reason(err: ErrorDetails, loc: KeyPath) -> str:
+    if err["type"] == "extra_forbidden":
+        known = _model_at(loc[:-1])
+        close = difflib.get_close_matches(loc[-1], list(known.model_fields), n=1) if known else []
+        return "unknown key (not allowed here)" + (f"; did you mean `{close[0]}`?" if close else "")
+    msg = str(err["msg"])
+    if err["type"] == "value_error":
+        return msg.removeprefix("Value error, ")
+    if msg.startswith("Input should"):
+        return msg.removeprefix("Input ")
+    return msg[:1].lower() + msg[1:]
+
+
+def _model_at(path: Sequence[str]) -> type[BaseModel] | None:
+    """The settings model (Settings or a section) at a key path, or None where the path leaves the models."""
+    model: type[BaseModel] = Settings
+    for part in path:
+        field = model.model_fields.get(part)
+        inner = _section(field.annotation) if field is not None else None
+        if inner is None:
+            return None
+        model = inner
+    return model
+
+
+def _section(annotation: Any) -> type[BaseModel] | None:
+    for candidate in (annotation, *get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _field_at(path: Sequence[str]) -> FieldInfo | None:
+    model = _model_at(path[:-1]) if path else None
+    return model.model_fields.get(path[-1]) if model is not None else None
+
+
+def _is_structured(annotation: Any) -> bool:
+    """A list, a table or a section: what pydantic-settings reads from a variable as JSON."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        return any(_is_structured(a) for a in get_args(annotation) if a is not type(None))
+    return origin in (list, dict, set, tuple) or _section(annotation) is not None
+
+
+def _unparsed_variables() -> list[str]:
+    """The SHEPHERD_* variables pydantic-settings could not read: a list or a table written as anything but
+    JSON."""
+    out = []
+    for key, name in sorted(_shepherd_variables().items()):
+        path = key[len(_ENV_PREFIX) :].split("__")
+        field = _field_at(path)
+        if field is None or not _is_structured(field.annotation):
+            continue
+        try:
+            json.loads(os.environ[name])
+        except ValueError:
+            example = '["/shared"]' if get_origin(field.annotation) is list else '{"key": "value"}'
+            out.append(
+                f"${name}: {'.'.join(path)}: not valid JSON (a list or table is given as JSON here, "
+                f"e.g. {name}='{example}')"
+            )
+    return out

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from importlib import metadata
 
 from supervisor.cli import control, doctor, plot, report, rules, runs, service, watch
-from supervisor.cli.common import EXIT_ERROR, CliError, Handler
+from supervisor.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, Handler
+from supervisor.settings import SettingsError
 
 
 def installed_version() -> str:
@@ -68,6 +69,9 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     except CliError as exc:
         print(f"shepherd: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except SettingsError as exc:  # shepherd.toml or a SHEPHERD_* variable: every problem, located
+        print(f"shepherd: invalid settings, nothing done:\n{exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     return code

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 MASK = "***"
 MIN_SECRET_LEN = 6
@@ -175,6 +176,29 @@ def clear_known_secrets() -> None:
     global _known_secrets
     with _known_lock:
         _known_secrets = frozenset()
+
+
+def mask_known(text: str) -> str:
+    """Only the values registered with `add_known_secrets` masked (a run's env_files and pass_env values, the
+    daemon's tokens): cheap, and it leaves the rest of a log line as it was, so evidence stays readable."""
+    known = _known_secrets
+    if not text or not known:
+        return text
+    for secret in sorted(known, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def mask_known_in(obj: Any) -> Any:
+    """`mask_known` over every string of a JSON-like value (what the store keeps as evidence)."""
+    if isinstance(obj, str):
+        return mask_known(obj)
+    if isinstance(obj, dict):
+        return {k: mask_known_in(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [mask_known_in(v) for v in obj]
+    return obj
 
 
 def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:

@@ -22,11 +22,12 @@ from supervisor.cli.common import (
     settings_of,
 )
 from supervisor.cli.watch import progress_lines
+from supervisor.domain.envfiles import EnvFileError
 from supervisor.domain.jobstate import describe_exit
 from supervisor.domain.runs import RunRow
 from supervisor.domain.spec import JobSpec, check_spec_files, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
-from supervisor.intake.queue import new_run_id
+from supervisor.intake.queue import keep_pass_env, new_run_id
 from supervisor.lease.keeper import read_lease
 from supervisor.lease.model import describe
 from supervisor.notify.silences import RULE_PREFIX, Silences
@@ -74,6 +75,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if problems:
         print("shepherd: invalid spec:\n" + "\n".join(problems), file=sys.stderr)
         return EXIT_ERROR
+    missing = [n for n in spec.pass_env if n not in os.environ]
+    if missing:
+        print(
+            f"shepherd: {path}: pass_env: {', '.join(missing)} not set in this shell; export it and submit "
+            "again (pass_env takes the values from the environment of `shepherd submit`)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     data = path.read_bytes()
     if args.no_preflight:
         if "preflight" in spec.model_fields_set:
@@ -93,6 +102,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
         # Like sbatch: a job runs where it was submitted from, unless the spec says otherwise.
         data = data.rstrip(b"\n") + b"\n" + f"workdir: {json.dumps(str(Path.cwd()))}\n".encode()
     tmp.write_bytes(data)
+    if spec.pass_env:  # the values go beside the spec (0600), never into it; intake moves them to the run
+        try:
+            keep_pass_env(settings.queue_dir / f"{run_id}.yaml", {n: os.environ[n] for n in spec.pass_env})
+        except EnvFileError as exc:
+            tmp.unlink(missing_ok=True)
+            print(f"shepherd: {path}: pass_env: {exc}", file=sys.stderr)
+            return EXIT_ERROR
     os.replace(tmp, settings.queue_dir / f"{run_id}.yaml")  # atomic: the daemon never sees half a file
     print(run_id)
     return 0

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import structlog
 
+from supervisor.domain.envfiles import PASS_ENV_FILE, EnvFileError, read_secret_env, write_private_env_file
 from supervisor.domain.spec import MAX_SPEC_BYTES, JobSpec, check_spec_files, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
 
@@ -64,6 +65,45 @@ def queue_dir_problem(queue_dir: Path) -> str | None:
             f"can make shepherd submit jobs; fix with `chmod go-w {queue_dir}`"
         )
     return None
+
+
+PASS_ENV_SUFFIX = ".pass_env"
+
+
+def pass_env_sidecar(queued: Path) -> Path:
+    """Where `shepherd submit` keeps a queued spec's pass_env values (0600; never taken for a spec)."""
+    return queued.with_name(queued.name + PASS_ENV_SUFFIX)
+
+
+def keep_pass_env(queued: Path, values: dict[str, str]) -> None:
+    """Write the sidecar of a spec about to be queued at `queued` (before the spec itself: the daemon never
+    sees the spec without it)."""
+    tmp = queued.with_name(f".{queued.name}{PASS_ENV_SUFFIX}.tmp")
+    tmp.unlink(missing_ok=True)
+    write_private_env_file(tmp, values)
+    os.replace(tmp, pass_env_sidecar(queued))
+
+
+def pass_env_problems(queued: Path, names: list[str]) -> list[str]:
+    """Why a queued spec's pass_env cannot be honoured: its values come only from `shepherd submit`."""
+    sidecar = pass_env_sidecar(queued)
+    if not sidecar.exists():
+        return [
+            f"pass_env: {', '.join(names)}: values are taken from the shell that runs `shepherd submit`; "
+            "a spec put into the queue by hand cannot name pass_env (use env_files)"
+        ]
+    try:
+        read_secret_env([], names, sidecar)
+    except EnvFileError as exc:
+        return [f"pass_env: {exc}"]
+    return []
+
+
+def take_pass_env(queued: Path, run_dir: Path) -> Path:
+    """Move a claimed spec's pass_env values beside the run (runs/<id>/pass_env.env, still 0600)."""
+    kept = run_dir / PASS_ENV_FILE
+    os.rename(pass_env_sidecar(queued), kept)
+    return kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +202,8 @@ class Intake:
             problems = self.check_spec(spec)
         if not problems and self.preflight is not None:
             problems = self.preflight(spec)
+        if not problems and spec.pass_env:
+            problems = pass_env_problems(path, spec.pass_env)
         if problems:
             return self._reject(path, [f"{path}: {p}" for p in problems])
         return self._claim(path, spec)
@@ -176,8 +218,15 @@ class Intake:
         run_dir.mkdir(parents=True)
         target = run_dir / "spec.yaml"
         try:
+            kept = take_pass_env(path, run_dir) if spec.pass_env else None
+        except FileNotFoundError:  # gone since it was checked: the next scan rejects the spec, saying why
+            run_dir.rmdir()
+            return None
+        try:
             os.rename(path, target)  # atomic: exactly one claimant wins
         except FileNotFoundError:
+            if kept is not None:
+                kept.unlink(missing_ok=True)
             run_dir.rmdir()
             return None
         log.info("spec claimed", run_id=run_id, source=path.name)
@@ -191,6 +240,7 @@ class Intake:
                 self.rejected_dir / f"{path.stem}-{int(self.clock())}-{secrets.token_hex(2)}{path.suffix}"
             )
         self.guard()
+        pass_env_sidecar(path).unlink(missing_ok=True)  # secrets are not kept for a spec that never runs
         try:
             os.rename(path, target)
         except FileNotFoundError:

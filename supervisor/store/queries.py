@@ -27,6 +27,7 @@ from supervisor.domain.runs import (
     RunState,
     StepMark,
 )
+from supervisor.redact import mask_known, mask_known_in
 from supervisor.store.connection import (
     connect,
     connect_readonly,
@@ -348,6 +349,8 @@ class Store:
         message: str,
         data: dict[str, Any],
     ) -> None:
+        # A line a job wrote may hold one of its secrets (env_files, pass_env): the store never keeps one.
+        message, data = mask_known(message), mask_known_in(data)
         db.execute(
             "INSERT INTO events (run_id, attempt, at, kind, message, data_json) VALUES (?, ?, ?, ?, ?, ?)",
             (run_id, attempt, self.clock(), kind, message, json.dumps(data, default=str)),
@@ -382,7 +385,9 @@ class Store:
         reason: str,
         evidence: dict[str, Any],
     ) -> int | None:
-        """Record a decision once per (run, attempt, signature); returns None if it was already taken."""
+        """Record a decision once per (run, attempt, signature); returns None if it was already taken. The
+        evidence is kept with every registered secret value masked (redact.mask_known)."""
+        reason, signature, evidence = mask_known(reason), mask_known(signature), mask_known_in(evidence)
         try:
             with self.tx() as db:
                 cur = db.execute(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from supervisor.daemon.compose import run_daemon
 from supervisor.service.install import InstallError, default_exe, install_unit
 from supervisor.service.slurm_host import (
     SlurmHosting,
+    hosted_environment,
+    hosting_problem,
     install_slurm_job,
     job_name,
     render_scrontab,
@@ -48,7 +51,12 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 def cmd_service_install(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     if args.slurm or args.scrontab:
-        return _install_on_slurm(args, settings.root.resolve(), settings.slurm.bin_dir)
+        problem = hosting_problem(settings.slack, os.environ)
+        if problem is not None:
+            print(f"shepherd: {problem}", file=sys.stderr)
+            return EXIT_ERROR
+        env = hosted_environment(os.environ, settings.slack)
+        return _install_on_slurm(args, settings.root.resolve(), settings.slurm.bin_dir, env)
     try:
         text = install_unit(
             "system" if args.system else "user",
@@ -64,7 +72,7 @@ def cmd_service_install(args: argparse.Namespace) -> int:
     return 0
 
 
-def _install_on_slurm(args: argparse.Namespace, root: Path, bin_dir: Path | None) -> int:
+def _install_on_slurm(args: argparse.Namespace, root: Path, bin_dir: Path | None, env: dict[str, str]) -> int:
     try:
         hosting = SlurmHosting(
             partition=args.partition,
@@ -79,7 +87,9 @@ def _install_on_slurm(args: argparse.Namespace, root: Path, bin_dir: Path | None
             print(render_scrontab(exe, root, hosting), end="")
             print("# add these lines with `scrontab -e` (your site must enable scrontab)", file=sys.stderr)
             return 0
-        script, job = anyio.run(lambda: install_slurm_job(exe, root, hosting, SlurmClient(bin_dir=bin_dir)))
+        script, job = anyio.run(
+            lambda: install_slurm_job(exe, root, hosting, SlurmClient(bin_dir=bin_dir), env)
+        )
     except (InstallError, ValueError, SlurmError) as exc:
         print(f"shepherd: {exc}", file=sys.stderr)
         return EXIT_ERROR

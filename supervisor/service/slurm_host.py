@@ -6,6 +6,10 @@ Why a successor submitted at start rather than a requeue at the end: a job that 
 OOM, an admin's scancel, SIGKILL at the time limit) runs no trap, but its successor is already queued. The
 successor waits on `--dependency=singleton` (one job of that name runs at a time) and on `--begin`, so a
 daemon that dies at once is restarted no faster than every `restart_delay_s` (systemd's RestartSec).
+
+slurmctld keeps a job's environment, and every process of the job can read it: the daemon's job is submitted
+with the base of jobenv.py and the installing shell's SHEPHERD_* settings, never a token; the daemon reads
+its Slack tokens from `slack.token_file` (a private file), which `hosting_problem` insists on.
 """
 
 from __future__ import annotations
@@ -13,9 +17,13 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from supervisor.domain.envfiles import EnvFileError, read_private_env_file
+from supervisor.redact import is_secret_key
+from supervisor.settings import SlackSettings
 from supervisor.slurm.client import SlurmClient, SubmitRequest
 
 _WORD = re.compile(r"^[A-Za-z0-9_.,:+-]+$")
@@ -30,6 +38,59 @@ class SlurmHosting:
     stop_grace_s: int = 120  # SIGTERM this long before the time limit
     restart_delay_s: int = 60
     mem: str = "2G"
+
+
+# SlackSettings fields that hold a secret (their SHEPHERD_SLACK__* variables never reach the daemon's job).
+SECRET_FIELDS = ("bot_token", "app_token", "signing_secret", "webhook_url")
+NEEDED = {
+    "socket": (("bot_token", "bot_token_env"), ("app_token", "app_token_env")),
+    "http": (("bot_token", "bot_token_env"), ("signing_secret", "signing_secret_env")),
+    "webhook": (("webhook_url", "webhook_url_env"),),
+}
+
+
+def hosted_environment(environ: Mapping[str, str], slack: SlackSettings) -> dict[str, str]:
+    """What the daemon's job gets over jobenv's base (pure): the SHEPHERD_* settings of the installing shell,
+    less every secret (a secret-named or Slack secret variable, or a value holding a token of `environ`)."""
+    secret_vars = {f"SHEPHERD_SLACK__{f.upper()}" for f in SECRET_FIELDS}
+    tokens = [
+        v
+        for n in (slack.bot_token_env, slack.app_token_env, slack.signing_secret_env, slack.webhook_url_env)
+        if (v := environ.get(n))
+    ]
+    return {
+        k: v
+        for k, v in environ.items()
+        if k.startswith("SHEPHERD_")
+        and k not in secret_vars
+        and not is_secret_key(k)
+        and not any(t in v for t in tokens)
+    }
+
+
+def hosting_problem(slack: SlackSettings, environ: Mapping[str, str]) -> str | None:
+    """Why a Slurm-hosted daemon would lack a Slack secret it needs, or None: its job carries none, so each
+    must be in shepherd.toml or, better, in `slack.token_file`."""
+    needed = NEEDED.get(slack.mode, ())
+    try:
+        in_file = read_private_env_file(slack.token_file) if slack.token_file is not None else {}
+    except EnvFileError as exc:
+        return f"slack.token_file: {exc}"
+    missing = []
+    for field, env_field in needed:
+        value = getattr(slack, field)
+        in_toml = value is not None and f"SHEPHERD_SLACK__{field.upper()}" not in environ
+        env_name = str(getattr(slack, env_field))
+        if not in_toml and not in_file.get(env_name):
+            missing.append(env_name)
+    if not missing:
+        return None
+    return (
+        f"slack.mode={slack.mode}: a Slurm-hosted daemon gets no {', '.join(missing)} from this shell "
+        "(slurmctld keeps a job's environment, and every process of the job could read it). Put "
+        f"{', '.join(f'{m}=...' for m in missing)} in a private file (chmod 600) and name it in "
+        'shepherd.toml: [slack] token_file = "/home/you/.config/shepherd/slack.env"'
+    )
 
 
 def job_name(root: Path) -> str:
@@ -107,9 +168,10 @@ def render_scrontab(exe: Path, root: Path, h: SlurmHosting, every_min: int = 10)
 
 
 async def install_slurm_job(
-    exe: Path, root: Path, h: SlurmHosting, slurm: SlurmClient
+    exe: Path, root: Path, h: SlurmHosting, slurm: SlurmClient, env: Mapping[str, str] | None = None
 ) -> tuple[Path, str | None]:
-    """Write the script under `<root>/service/` and submit it unless a daemon job of this root exists."""
+    """Write the script under `<root>/service/` and submit it unless a daemon job of this root exists; `env`
+    (hosted_environment's) over the client's base is all the job's environment."""
     folder = root / "service"
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "shepherd-daemon.sbatch"
@@ -118,5 +180,6 @@ async def install_slurm_job(
     name = job_name(root)
     if any(o.name == name and not o.state.is_terminal for o in await slurm.squeue()):
         return script, None
-    job = await slurm.submit(SubmitRequest(script=script, script_args=[], options=[], env={}, workdir=folder))
+    req = SubmitRequest(script=script, script_args=[], options=[], env=dict(env or {}), workdir=folder)
+    job = await slurm.submit(req)
     return script, job

@@ -17,9 +17,17 @@ from supervisor.act.forensics import STACKS_TXT, SUMMARY_JSON, SUMMARY_TXT, late
 from supervisor.cli.common import (
     EXIT_ERROR,
     AddCommand,
+    CliError,
     open_store,
     run_named,
     settings_of,
+)
+from supervisor.cli.unclaimed import (
+    lease_text,
+    print_unclaimed,
+    print_waiting_and_rejected,
+    unclaimed_detail,
+    waiting_and_rejected,
 )
 from supervisor.cli.watch import progress_lines
 from supervisor.domain.envfiles import EnvFileError
@@ -28,8 +36,6 @@ from supervisor.domain.runs import RunRow
 from supervisor.domain.spec import JobSpec, check_spec_files, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.intake.queue import keep_pass_env, new_run_id
-from supervisor.lease.keeper import read_lease
-from supervisor.lease.model import describe
 from supervisor.notify.silences import RULE_PREFIX, Silences
 from supervisor.preflight.probe import run_preflight
 from supervisor.rules.loader import spec_rules_problems
@@ -255,15 +261,28 @@ def cmd_status(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     store = open_store(settings)
     if args.run:
-        detail = _run_detail(store, run_named(store, args.run), settings)
+        try:
+            run = run_named(store, args.run)
+        except CliError:
+            # Not in the store: still in the queue, or rejected at intake (a printed id is always findable).
+            unclaimed = unclaimed_detail(settings, args.run)
+            if unclaimed is None:
+                raise
+            if args.json:
+                print(json.dumps(unclaimed, indent=2, default=str))
+            else:
+                print_unclaimed(unclaimed, settings)
+            return 0
+        detail = _run_detail(store, run, settings)
         if args.json:
             print(json.dumps(detail, indent=2, default=str))
             return 0
         _print_detail(detail)
         return 0
     runs = [_run_summary(store, r) for r in store.list_runs()]
+    queued, rejected, rejected_total = waiting_and_rejected(settings)
     if args.json:
-        print(json.dumps(runs, indent=2, default=str))
+        print(json.dumps(runs + queued + rejected, indent=2, default=str))
         return 0
     print(lease_line(settings))
     load_line = polling_load_line(settings, time.time())
@@ -275,6 +294,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         note = r["pending_reason"] or r["reason"] or ""
         state = r["state"] + ("*" if r["held"] else "")
         print(f"{r['id']:<44} {state:<10} {r['slurm_job_id'] or '-':>8} {r['attempts']:>3}  {note}")
+    print_waiting_and_rejected(settings, queued, rejected, rejected_total)
     if load_line:
         print(load_line)
     return 0
@@ -282,10 +302,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def lease_line(settings: Settings) -> str:
     """Which daemon acts for this root: the lease's holder (host:pid, generation) and how fresh it is."""
-    try:
-        return describe(read_lease(settings.lease_dir), time.time())
-    except OSError as exc:
-        return f"lease: cannot be read ({exc})"
+    return lease_text(settings)
 
 
 def _print_detail(d: dict[str, Any]) -> None:

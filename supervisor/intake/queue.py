@@ -3,11 +3,14 @@
 A spec is claimed by an atomic rename into `runs/<run-id>/spec.yaml`, so a
 half-written file is never read twice and two daemons never submit the same
 spec. A bad spec is moved (never deleted) to `rejected/` beside an
-`.error.txt` that says exactly what is wrong.
+`.error.txt` that says exactly what is wrong, and a `.rejection.json` record
+that keeps the run id `shepherd submit` printed, so `shepherd status ID` finds it.
 """
 
 from __future__ import annotations
 
+import glob
+import json
 import os
 import re
 import secrets
@@ -115,9 +118,107 @@ class Claimed:
 
 @dataclass(frozen=True, slots=True)
 class Rejected:
+    """A spec refused at intake; `run_id`: the id `shepherd submit` printed for it (None for a file dropped
+    into the queue by hand, which never had one)."""
+
     source: Path
     moved_to: Path
     errors: list[str]
+    run_id: str | None = None
+    at: float = 0.0
+
+    @property
+    def error_file(self) -> Path:
+        return self.moved_to.with_suffix(ERROR_SUFFIX)
+
+    @property
+    def record_file(self) -> Path:
+        return self.moved_to.with_suffix(RECORD_SUFFIX)
+
+
+ERROR_SUFFIX = ".error.txt"
+RECORD_SUFFIX = ".rejection.json"
+
+
+def submitted_run_id(path: Path) -> str | None:
+    """The run id a queued file carries in its name: `shepherd submit` names it `<run-id>.yaml`."""
+    return path.stem if RUN_ID_RE.fullmatch(path.stem) else None
+
+
+def read_rejection(error_file: Path) -> Rejected | None:
+    """A rejection as recorded beside its spec in rejected/ (None if it is gone or unreadable); a rejection
+    from before records were kept is read from its `.error.txt` alone."""
+    stem = error_file.name.removesuffix(ERROR_SUFFIX)
+    moved_to = next(
+        (p for s in SPEC_SUFFIXES if (p := error_file.with_name(stem + s)).exists()),
+        error_file.with_name(stem + SPEC_SUFFIXES[0]),
+    )
+    try:
+        data = json.loads(error_file.with_name(stem + RECORD_SUFFIX).read_text(encoding="utf-8"))
+        return Rejected(
+            Path(str(data["source"])),
+            Path(str(data["moved_to"])),
+            [str(e) for e in data["errors"]],
+            run_id=str(data["run_id"]) if data.get("run_id") else None,
+            at=float(data["at"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        text = error_file.read_text(encoding="utf-8", errors="replace")
+        at = error_file.stat().st_mtime
+    except OSError:
+        return None
+    errors = [line[4:] for line in text.splitlines() if line.startswith("  - ")]
+    return Rejected(moved_to, moved_to, errors, run_id=submitted_run_id(moved_to), at=at)
+
+
+def recent_rejections(rejected_dir: Path, limit: int) -> tuple[list[Rejected], int]:
+    """The newest `limit` rejections, newest first, and how many rejected/ holds in all."""
+    notes: list[tuple[float, Path]] = []
+    try:
+        with os.scandir(rejected_dir) as entries:
+            for entry in entries:
+                if entry.name.endswith(ERROR_SUFFIX):
+                    try:
+                        notes.append((entry.stat().st_mtime, Path(entry.path)))
+                    except OSError:
+                        continue
+    except FileNotFoundError:
+        return [], 0
+    notes.sort(reverse=True)
+    found = [r for _, note in notes[:limit] if (r := read_rejection(note)) is not None]
+    return found, len(notes)
+
+
+def find_rejection(rejected_dir: Path, ref: str) -> Rejected | None:
+    """The newest rejection of the run id `ref` (or of the file named `ref` in the queue)."""
+    if "/" in ref or not ref:
+        return None
+    # A spec is kept as rejected/<its queue name>.yaml, or <that>-<time>-<hex>.yaml when the name was taken.
+    pattern = str(rejected_dir / (glob.escape(ref) + "*" + ERROR_SUFFIX))
+    matches = []
+    for note in glob.glob(pattern):
+        r = read_rejection(Path(note))
+        if r is not None and (r.run_id == ref or r.source.stem == ref):
+            matches.append(r)
+    return max(matches, key=lambda r: r.at, default=None)
+
+
+def queued_specs(queue_dir: Path) -> list[tuple[Path, float]]:
+    """Spec files waiting in the queue, oldest first, with when each was written."""
+    found: list[tuple[Path, float]] = []
+    try:
+        with os.scandir(queue_dir) as entries:
+            for entry in entries:
+                if is_candidate(entry.name):
+                    try:
+                        found.append((Path(entry.path), entry.stat(follow_symlinks=False).st_mtime))
+                    except OSError:
+                        continue
+    except FileNotFoundError:
+        return []
+    return sorted(found, key=lambda f: (f[1], f[0].name))
 
 
 class Intake:
@@ -245,9 +346,20 @@ class Intake:
             os.rename(path, target)
         except FileNotFoundError:
             return None
-        note = target.with_suffix(".error.txt")
-        note.write_text(
-            f"shepherd rejected {path.name}:\n" + "".join(f"  - {e}\n" for e in errors), encoding="utf-8"
+        run_id = submitted_run_id(path)
+        rejected = Rejected(path, target, errors, run_id=run_id, at=self.clock())
+        of_run = f" (run {run_id})" if run_id else ""
+        rejected.error_file.write_text(
+            f"shepherd rejected {path.name}{of_run} at intake:\n" + "".join(f"  - {e}\n" for e in errors),
+            encoding="utf-8",
         )
-        log.error("spec rejected", source=path.name, moved_to=str(target), errors=errors)
-        return Rejected(path, target, errors)
+        record = {
+            "run_id": run_id,
+            "source": str(path),
+            "moved_to": str(target),
+            "errors": errors,
+            "at": rejected.at,
+        }
+        rejected.record_file.write_text(json.dumps(record, indent=1), encoding="utf-8")
+        log.error("spec rejected", source=path.name, run_id=run_id, moved_to=str(target), errors=errors)
+        return rejected

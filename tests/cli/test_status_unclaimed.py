@@ -165,6 +165,19 @@ def test_a_spec_dropped_into_the_queue_by_hand_is_found_by_its_file_name(
     assert "mine.yaml:3: slurm.nodes: Input should be a valid integer" in detail["reasons"][0]
 
 
+def test_a_spec_claimed_a_moment_ago_is_not_lost_while_its_row_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "root"
+    run = submit(root, GOOD, capsys)
+    [claimed], _ = intake(root, refuse=False).scan()  # the daemon writes the run's row just after this
+    assert claimed.run_id == run
+
+    detail = json.loads(status(root, capsys, "--json", run))
+
+    assert detail["state"] == "CLAIMED" and detail["spec_file"] == f"{root}/runs/{run}/spec.yaml"
+
+
 def test_an_id_nobody_printed_is_still_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--root", str(tmp_path / "root"), "status", "ghost-20261127-000000-abcd"]) == 1
     assert "no run called 'ghost-20261127-000000-abcd'" in capsys.readouterr().err

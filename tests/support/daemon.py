@@ -97,7 +97,8 @@ class DaemonProcess:
         return self.cli("submit", str(spec)).stdout.strip()
 
     def status(self, run: str | None = None) -> Any:
-        """The JSON status; for one run not claimed from the queue yet, an empty dict."""
+        """The JSON status; for a spec still in the queue, state UNCLAIMED (REJECTED once the intake refused
+        it); for a run id nobody printed, an empty dict."""
         args = ["status", "--json"] + ([run] if run else [])
         res = self.cli(*args, check=run is None)
         return json.loads(res.stdout) if res.returncode == 0 else {}

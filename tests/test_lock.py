@@ -1,6 +1,6 @@
-"""requirements/lock.txt (what scripts/setup and CI install, with --no-deps) keeps up with pyproject.toml: every
-dependency the project declares is pinned there, at a version its specifier admits, with hashes. A dependency
-added without `scripts/lock` would otherwise be missing from CI's venv, or tested at a version users never get.
+"""requirements/lock.txt (what scripts/setup and CI install, with --no-deps) keeps up with pyproject.toml:
+every dependency the project declares is pinned there, at a version its specifier admits, with hashes. One
+added without `scripts/lock` would be missing from CI's venv, or tested at a version users never get.
 """
 
 from __future__ import annotations

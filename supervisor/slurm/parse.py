@@ -200,10 +200,12 @@ def make_job_name(run_id: str, attempt: int) -> str:
 
 # `Unexpected message received`: what `scontrol hold/release` print (rc 1, after ~9 s) when slurmctld is
 # down, on 22.05 and 24.11 alike (tests/data/slurm/*/scontrol_*_ctld_down.stderr): never "Unable to contact".
+# `Could not establish a configuration source`: no slurm.conf here and none from DNS (SLURM_CONF unset on a
+# machine that is no cluster's login node): nobody was asked.
 _UNREACHABLE = re.compile(
     r"Unable to contact slurm controller|Socket timed out|Connection refused|Zero Bytes were transmitted"
     r"|Transport endpoint|slurm_load_jobs error: Unable|Communication connection failure|Munge"
-    r"|Unexpected message received",
+    r"|Unexpected message received|Could not establish a configuration source",
     re.IGNORECASE,
 )
 

@@ -112,6 +112,13 @@ def test_exit_codes_and_sbatch_output() -> None:
 def test_controller_down_is_unreachable_not_a_verdict() -> None:
     assert looks_unreachable("squeue: error: Unable to contact slurm controller (connect failure)")
     assert not looks_unreachable("sbatch: error: Invalid account or account/partition combination specified")
+    # No slurm.conf on this machine and none from DNS (seen with SLURM_CONF unset): nobody was asked.
+    assert looks_unreachable(
+        "sbatch: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\n"
+        "sbatch: error: fetch_config: DNS SRV lookup failed\n"
+        "sbatch: error: _establish_config_source: failed to fetch config\n"
+        "sbatch: fatal: Could not establish a configuration source"
+    )
 
 
 def test_both_versions_are_recorded() -> None:

@@ -9,11 +9,9 @@ from typing import Any
 
 import pytest
 
-# The dev cluster's compute nodes are this machine, so every path here is shared with them; preflight's
-# "is it on a shared filesystem" check is tested on its own (tests/preflight/) with this unset. And a daemon's
-# intake asks `sbatch --test-only` only where a test says so: a unit test has no Slurm to ask.
-os.environ.setdefault("SHEPHERD_PREFLIGHT__SHARED_PATHS", '["/"]')
-os.environ.setdefault("SHEPHERD_PREFLIGHT__TEST_ONLY", "false")
+# No SHEPHERD_* setting is given to every test here: a default the whole suite runs with is one no user has,
+# and it hides what users see (preflight refusing a fresh clone's demo did). A test that needs a setting
+# sets it for itself.
 
 
 @pytest.hookimpl(hookwrapper=True)

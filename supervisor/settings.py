@@ -278,8 +278,8 @@ class PreflightSettings(BaseModel):
     )
     shared_paths: list[Path] = Field(
         default_factory=list,
-        description="paths the compute nodes see although statfs calls them local (a single-machine cluster, "
-        "a bind mount of a shared filesystem)",
+        description="paths the compute nodes see although statfs calls them local (a bind mount of a shared "
+        "filesystem; a cluster whose nodes are this machine needs none: preflight asks Slurm)",
     )
 
 

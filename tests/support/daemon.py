@@ -45,6 +45,8 @@ class DaemonProcess:
             self.env[f"SHEPHERD_{k.upper()}"] = v
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = root / "daemon.log"
+        self.shepherd = list(SHEPHERD)  # how `shepherd` is run: an installed one's script, for instance
+        self.cwd = REPO
 
     def start(self, extra_env: dict[str, str] | None = None) -> DaemonProcess:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -52,11 +54,11 @@ class DaemonProcess:
         env.update(extra_env or {})
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [*SHEPHERD, "--root", str(self.root), "daemon", "--log-format", "json"],
+            [*self.shepherd, "--root", str(self.root), "daemon", "--log-format", "json"],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
-            cwd=REPO,
+            cwd=self.cwd,
         )
         log.close()
         return self
@@ -81,11 +83,11 @@ class DaemonProcess:
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         res = subprocess.run(
-            [*SHEPHERD, "--root", str(self.root), *args],
+            [*self.shepherd, "--root", str(self.root), *args],
             env=self.env,
             capture_output=True,
             text=True,
-            cwd=REPO,
+            cwd=self.cwd,
         )
         if check and res.returncode != 0:
             raise AssertionError(

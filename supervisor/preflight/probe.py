@@ -136,6 +136,8 @@ def locate(nodes: Sequence[SlurmNode]) -> tuple[Here, dict[str, frozenset[str]]]
     binding = _binding_tells()
     resolved: dict[str, frozenset[str]] = {}
     for node in nodes:
+        if node_is_here(node, here, frozenset()):  # by name or a literal address: nothing to look up
+            continue
         addrs = _resolve(node.addr) | _resolve(node.hostname)
         ours = frozenset(a for a in addrs if binding and a not in here.addresses and _bindable(a))
         here = Here(here.names, here.addresses | ours)

@@ -4,6 +4,7 @@ not, and preflight refuses a local path only there."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import anyio
@@ -11,7 +12,7 @@ import pytest
 
 from supervisor.domain.spec import JobSpec
 from supervisor.preflight.checks import Here, job_nodes, nodes_are_here
-from supervisor.preflight.probe import MemoryNodes, run_preflight
+from supervisor.preflight.probe import MemoryNodes, locate, run_preflight
 from supervisor.slurm.client import SlurmUnavailable
 from supervisor.slurm.parse import SlurmNode, parse_scontrol_nodes
 
@@ -77,6 +78,18 @@ def test_only_the_partitions_the_job_may_use_count() -> None:
     assert not nodes_are_here(job_nodes(nodes, None), LOGIN, {})  # the default partition is not asked
     assert job_nodes(nodes, "nosuch") == []
     assert not nodes_are_here([], LOGIN, {})  # no node known: not here
+
+
+def test_this_machine_is_found_by_its_hostname_and_by_loopback() -> None:
+    """The lookups on this very machine: its own hostname, loopback; an address it does not have is not it."""
+    ours = [
+        SlurmNode("a", "127.0.0.1", "elsewhere.invalid", ("p",)),
+        SlurmNode("b", "b.invalid", socket.gethostname(), ("p",)),
+        SlurmNode("c", "localhost", "c.invalid", ("p",)),
+    ]
+    assert nodes_are_here(ours, *locate(ours))
+    theirs = [*ours, SlurmNode("d", "203.0.113.77", "d.invalid", ("p",))]  # TEST-NET-3: no one's address
+    assert not nodes_are_here(theirs, *locate(theirs))
 
 
 def _spec(tmp: Path, **extra: object) -> JobSpec:

@@ -29,6 +29,7 @@ from supervisor.decide.stacks import (
     summarise,
 )
 from supervisor.domain.runs import AttemptRow, RunRow
+from supervisor.redact import mask_known, mask_known_in
 from supervisor.slurm.launchers import layout
 from supervisor.slurm.submit import base_log_dir
 
@@ -148,17 +149,20 @@ class JobForensics:
         procs: list[ProcStacks],
         summary: StackSummary,
     ) -> None:
+        # What a job's processes and logs show can hold its secrets (env_files, pass_env): kept masked.
+        reason = mask_known(reason)
         for node, ans in answers.items():
-            (out / f"node-{_safe(node)}.json").write_text(json.dumps(ans, indent=1))
+            (out / f"node-{_safe(node)}.json").write_text(json.dumps(mask_known_in(ans), indent=1))
             extra = [
                 f"== {k} ({node})\n{ans[k]}" for k in ("nvidia_smi", "ray_status", "ray_actors") if ans.get(k)
             ]
             if extra:
-                (out / f"node-{_safe(node)}.txt").write_text("\n\n".join(extra) + "\n")
-        (out / STACKS_TXT).write_text("\n\n".join(render(p) for p in procs) + "\n")
-        (out / TAILS_TXT).write_text(_tails(run, attempt, self.runs_dir))
-        (out / SUMMARY_JSON).write_text(json.dumps({"reason": reason, **summary.to_dict()}, indent=1))
-        (out / SUMMARY_TXT).write_text(f"{reason}\n{summary.text()}\n")
+                (out / f"node-{_safe(node)}.txt").write_text(mask_known("\n\n".join(extra) + "\n"))
+        (out / STACKS_TXT).write_text(mask_known("\n\n".join(render(p) for p in procs) + "\n"))
+        (out / TAILS_TXT).write_text(mask_known(_tails(run, attempt, self.runs_dir)))
+        summary_dict = mask_known_in(summary.to_dict())
+        (out / SUMMARY_JSON).write_text(json.dumps({"reason": reason, **summary_dict}, indent=1))
+        (out / SUMMARY_TXT).write_text(mask_known(f"{reason}\n{summary.text()}\n"))
 
 
 def _procs(node: str, ans: dict[str, Any]) -> list[ProcStacks]:

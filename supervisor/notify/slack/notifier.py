@@ -191,17 +191,21 @@ class Notifier:
         if why is not None:
             log.info("slack_held_back", run_id=run_id, kind=kind, rule=rule, why=why)
             return None
-        headline = {
-            "kind": kind,
-            "title": title,
-            "text": text,
-            "level": level,
-            "excerpt": excerpt,
-            "buttons": buttons,
-            "needs_human": needs_human,
-            "rule": rule,
-            "actor": actor,
-        }
+        # Redacted before anything is kept: an incident stores its events in slack_incidents until it posts.
+        headline = redact_blocks(
+            {
+                "kind": kind,
+                "title": title,
+                "text": text,
+                "level": level,
+                "excerpt": excerpt,
+                "buttons": buttons,
+                "needs_human": needs_human,
+                "rule": rule,
+                "actor": actor,
+            },
+            self.extra_secrets,
+        )
         oid: int | None = None
         with transaction(self.db) as db:
             self._roll_window(db, thread, now)

@@ -95,21 +95,35 @@ def run(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+PROBE = """
+import json, sys
+import supervisor
+from supervisor.rules.loader import DEFAULT_RULES_PATH
+from supervisor.slurm.launchers.shepherd import script
+print(json.dumps({"package": supervisor.__file__, "rules": str(DEFAULT_RULES_PATH), "launcher": str(script()),
+                  "sys_path": sys.path, "editable_finder": any("__editable__" in m for m in sys.modules)}))
+"""
+
+
 def test_the_installed_command_has_its_rules_and_version(venv: Path, tmp_path: Path) -> None:
-    where = subprocess.run(
-        [
-            venv / "bin" / "python",
-            "-c",
-            "import supervisor, sys; print(supervisor.__file__); print(sys.path)",
-        ],
-        env=user_env(venv, dict(os.environ)),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert where.startswith(str(site_packages(venv) / "supervisor" / "__init__.py"))
-    assert str(REPO) not in where.replace(str(DEPS), "")  # the checkout is nowhere on sys.path
+    where = json.loads(
+        subprocess.run(
+            [venv / "bin" / "python", "-c", PROBE],
+            env=user_env(venv, dict(os.environ)),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    package = site_packages(venv) / "supervisor"
+    assert where["package"] == str(package / "__init__.py")
+    assert where["rules"] == str(package / "rules" / "defaults" / "default.yaml")
+    assert where["launcher"] == str(package / "slurm" / "launchers" / "ray.sub")
+    assert Path(where["rules"]).is_file() and Path(where["launcher"]).is_file()
+    # the checkout is nowhere on sys.path (.venv's site-packages, DEPS, lies inside it), nor its finder
+    assert [p for p in where["sys_path"] if p.startswith(str(REPO)) and p != str(DEPS)] == []
+    assert where["editable_finder"] is False
 
     version = run(venv, tmp_path, "--version")
     assert version.returncode == 0 and version.stdout.startswith("shepherd 0.")

@@ -36,7 +36,7 @@ from supervisor.domain.runs import AttemptRow, AttemptState, RunRow, RunState
 from supervisor.domain.spec import JobSpec, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.faultpoints import crash_point
-from supervisor.intake.queue import Intake, queue_dir_problem
+from supervisor.intake.queue import Intake, Rejected, queue_dir_problem
 from supervisor.lease import Lease, NotLeader
 from supervisor.notify.rejections import rejections_notice
 from supervisor.ports import NoticeSink
@@ -115,6 +115,8 @@ class Daemon:
         # codes are asked for again until sacct has them (see exit_codes_owed).
         self.accounting_down_since: float | None = None
         self.ready = anyio.Event()
+        self._untold: list[Rejected] = []  # rejections not told to people yet, and since when
+        self._untold_since = 0.0
         self.python_bin_dir = settings.python.parent if settings.python else Path(sys.executable).parent
 
     def loop_allowance(self) -> dict[str, float]:
@@ -327,13 +329,28 @@ class Daemon:
         mount blocks there, not here) and asks `sbatch --test-only` back on this loop; the other loops keep
         beating."""
         claimed, rejected = await anyio.to_thread.run_sync(self.intake.scan)
-        notice = rejections_notice(rejected, thread=DAEMON_THREAD, rejected_dir=self.settings.rejected_dir)
-        if notice is not None:  # one message per sweep, however many files it refused
-            self.sink.publish(notice)
+        self._tell_rejections(rejected)
         for c in claimed:
             self.store.create_run(c.run_id, c.spec.name, c.spec.model_dump_json(), str(c.spec_path))
         if claimed:
             self.wakeups.scheduler()
+
+    def _tell_rejections(self, rejected: Sequence[Rejected]) -> None:
+        """People hear of rejections in one message once a sweep refuses nothing more (the watcher sweeps
+        every second or so), or after `slack.group_wait_s` of a steady trickle: a flood of a thousand files,
+        however many sweeps it takes, is one message."""
+        now = self.clock()
+        if rejected and not self._untold:
+            self._untold_since = now
+        self._untold.extend(rejected)
+        if not self._untold or (rejected and now - self._untold_since < self.settings.slack.group_wait_s):
+            return
+        notice = rejections_notice(
+            self._untold, thread=DAEMON_THREAD, rejected_dir=self.settings.rejected_dir
+        )
+        self._untold = []
+        if notice is not None:
+            self.sink.publish(notice)
 
     # ---- submission ------------------------------------------------------------------------------------
     async def scheduler_loop(self) -> None:

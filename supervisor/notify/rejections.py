@@ -1,5 +1,6 @@
-"""Specs refused at intake, told to the channel as one message per intake sweep, so that a thousand bad
-files make one message and the people whose run id `submit` printed still hear why it never ran."""
+"""Specs refused at intake, told to the channel as one message for many (the daemon gathers a flood's
+rejections first), so a thousand bad files make one message and whoever holds a run id `submit` printed
+still hears why it never ran."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ class RejectedSpec(Protocol):
 
 
 def rejections_notice(rejected: Sequence[RejectedSpec], *, thread: str, rejected_dir: Path) -> Notice | None:
-    """One notice for every spec one intake sweep refused (None when it refused none)."""
+    """One notice for all of `rejected` (None when there is none)."""
     if not rejected:
         return None
     n = len(rejected)

@@ -199,17 +199,39 @@ def test_a_thousand_bad_files_are_one_message_to_the_channel(tmp_path: Path) -> 
     settings = Settings(root=tmp_path / "root", spec_settle_s=0.0)
     settings.preflight.at_intake = False
     built = build(settings, sinks=[rec])
-    for i in range(1000):
-        (settings.queue_dir / f"bad-{i:04}.yaml").write_text("name: [\n")
+    for batch in range(4):  # the flood arrives while the intake sweeps
+        for i in range(250):
+            (settings.queue_dir / f"bad-{batch}{i:03}.yaml").write_text("name: [\n")
+        anyio.run(built.daemon.scan_queue)
     (settings.queue_dir / "good.yaml").write_text(GOOD)
+    assert not [n for n in rec.notices if n.kind == "rejected"]  # still refusing: nothing told yet
 
-    anyio.run(built.daemon.scan_queue)
+    anyio.run(built.daemon.scan_queue)  # a sweep that refuses nothing more
 
     [notice] = [n for n in rec.notices if n.kind == "rejected"]
     assert notice.run_id == "shepherd-daemon" and notice.title == "1000 specs rejected at intake"
     assert "bad-0000.yaml: " in notice.text and "… and 990 more" in notice.text
     assert notice.text.count("• ") == 10
     assert [r.name for r in built.store.list_runs()] == ["toy"]  # the good one among them was claimed
+    anyio.run(built.daemon.scan_queue)
+    assert len([n for n in rec.notices if n.kind == "rejected"]) == 1  # told once
+
+
+def test_a_steady_trickle_of_bad_files_is_told_every_group_wait(tmp_path: Path) -> None:
+    rec = Recorder()
+    now = [time.time() + 1]  # every file written below is settled at once
+    settings = Settings(root=tmp_path / "root", spec_settle_s=0.0)
+    settings.preflight.at_intake = False
+    settings.slack.group_wait_s = 10.0
+    built = build(settings, sinks=[rec], clock=lambda: now[0])
+    for i in range(12):  # one bad file a second, never a quiet sweep
+        (settings.queue_dir / f"bad-{i:02}.yaml").write_text("name: [\n")
+        anyio.run(built.daemon.scan_queue)
+        now[0] += 1.0
+
+    told = [n.title for n in rec.notices if n.kind == "rejected"]
+
+    assert told == ["11 specs rejected at intake"]  # the first 10 s of it, then the next batch waits
 
 
 def test_a_sweep_with_no_rejection_says_nothing(tmp_path: Path) -> None:

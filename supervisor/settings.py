@@ -451,7 +451,21 @@ class _TomlSource(PydanticBaseSettingsSource):
         explicit = self.current_state.get("config_file")
         path = settings_file_path(self.current_state.get("root"), explicit)
         found = read_settings_file(path, required=bool(explicit))
-        return found.data if found is not None else {}
+        if found is None:
+            return {}
+        placed = [key for key in _NOT_IN_THE_FILE if key in found.data]
+        if placed:  # the file is found through them: one set inside it would say another file is meant
+            raise SettingsError(
+                [
+                    f"{path}:{found.lines.get((key,), 1)}: {key}: not allowed in the settings file "
+                    f"(use {_NOT_IN_THE_FILE[key]})"
+                    for key in placed
+                ]
+            )
+        return found.data
+
+
+_NOT_IN_THE_FILE = {"root": "--root or SHEPHERD_ROOT", "config_file": "SHEPHERD_CONFIG_FILE"}
 
 
 def load_settings(root: Path | None = None, **overrides: Any) -> Settings:

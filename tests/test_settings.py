@@ -89,6 +89,12 @@ def test_an_unreadable_file_is_named(tmp_path: Path) -> None:
     assert problem.startswith(f"{tmp_path}/shepherd.toml: cannot read: ")
 
 
+def test_the_root_cannot_be_moved_from_inside_it(tmp_path: Path) -> None:
+    assert problems(tmp_path, "spec_settle_s = 1\nroot = '/elsewhere'\n") == [
+        f"{tmp_path}/shepherd.toml:2: root: not allowed in the settings file (use --root or SHEPHERD_ROOT)"
+    ]
+
+
 def test_a_config_file_that_was_named_must_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHEPHERD_CONFIG_FILE", str(tmp_path / "elsewhere.toml"))
     assert problems(tmp_path) == [f"{tmp_path}/elsewhere.toml: no such file (named by $SHEPHERD_CONFIG_FILE)"]

@@ -34,6 +34,9 @@ def test_the_daemon_runs_as_a_slurm_job_stops_at_its_limit_and_its_successor_tak
         "SHEPHERD_LEASE__TTL_S": "20",
         "SHEPHERD_LEASE__RENEW_EVERY_S": "2",
         "SHEPHERD_SLURM__COMMAND_TIMEOUT_S": "10",
+        # In the installing shell, never in the daemon's job (slurmctld keeps a job's environment).
+        "SLACK_BOT_TOKEN": "xoxb-1111-2222-hostedtoken",
+        "SBATCH_PARTITION": "no-such-partition",
     }
     name = job_name(root)
     try:
@@ -65,6 +68,14 @@ def test_the_daemon_runs_as_a_slurm_job_stops_at_its_limit_and_its_successor_tak
         lease_dir = root / "state" / "lease"
         rec = wait_for(lambda: read_lease(lease_dir), 90, 0.5, "the hosted daemon to take the lease")
         assert rec.generation == 1
+        # The daemon's own environment (it runs on this machine): its settings, no token.
+        environ = dict(
+            e.split("=", 1) for e in Path(f"/proc/{rec.pid}/environ").read_text().split("\0") if "=" in e
+        )
+        assert environ["SHEPHERD_LEASE__TTL_S"] == "20" and environ["SLURM_CONF"] == env["SLURM_CONF"]
+        assert "SLACK_BOT_TOKEN" not in environ and "SBATCH_PARTITION" not in environ
+        assert not any("hostedtoken" in v for v in environ.values())
+        assert "hostedtoken" not in (root / "service" / "shepherd-daemon.sbatch").read_text()
         assert any(state == "PENDING" for _, state in jobs(env, name)), "no successor queued"
         # The time limit (1 min): SIGTERM comes up to stop-grace s before it; the daemon stops and releases.
         wait_for(

@@ -113,6 +113,8 @@ class DaemonProcess:
             if res.returncode != 0:
                 return None  # not claimed from the queue yet
             s = json.loads(res.stdout)
+            if s["state"] == "REJECTED" and "REJECTED" not in wanted:  # it never will be: say why at once
+                raise AssertionError(f"{run} was rejected at intake: {s['reasons']}")
             return s if s["state"] in wanted else None
 
         return dict(wait_for(check, timeout, 0.3, f"{run} in {wanted}"))

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.ray]
 
 def test_the_demo_detects_the_failure_resumes_and_completes(tmp_path: Path, slurm_cluster: Any) -> None:
     root = tmp_path / "demo"
-    env = {**os.environ, **slurm_cluster.env}
+    env = users_environment({**os.environ, **slurm_cluster.env})
     res = subprocess.run(
         [str(REPO / "scripts" / "demo"), "--steps", "24", "--root", str(root)],
         env=env,
@@ -52,8 +52,18 @@ def test_the_demo_detects_the_failure_resumes_and_completes(tmp_path: Path, slur
     )
     assert [t for t in texts if any(h in t for h in health)] == []
     assert (root / "reward.png").stat().st_size > 10_000
+    # Preflight ran on the demo's paths, all on this machine's disks, and let them through because the dev
+    # cluster's node is this machine: no --no-preflight, no SHEPHERD_PREFLIGHT__*, no spec `preflight: skip`.
+    assert "preflight" not in (REPO / "scripts" / "demo").read_text().lower()
+    assert "preflight" not in (root / "demo-grpo.yaml").read_text()
 
     check_the_report(root, record)
+
+
+def users_environment(env: dict[str, str]) -> dict[str, str]:
+    """What a user who runs the demo has: no Shepherd setting from outside (the demo sets its own), only the
+    dev cluster's own knobs (SHEPHERD_DEV_*: which cluster `scripts/dev-cluster up` finds already up)."""
+    return {k: v for k, v in env.items() if not k.startswith("SHEPHERD_") or k.startswith("SHEPHERD_DEV_")}
 
 
 def check_the_report(root: Path, record: dict[str, Any]) -> None:

@@ -62,8 +62,9 @@ def test_a_spec_dropped_by_hand_cannot_name_pass_env(tmp_path: Path) -> None:
     (intake.queue_dir / "toy.yaml").write_text(SPEC)
     claimed, [rejected] = intake.scan()
     assert claimed == []
-    assert "pass_env: WANDB_API_KEY: values are taken from the shell that runs `shepherd submit`" in (
-        rejected.errors[0]
+    assert (
+        "pass_env: WANDB_API_KEY: values are taken from the shell that runs `shepherd submit`"
+        in (rejected.errors[0])
     )
 
 

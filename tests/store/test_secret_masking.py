@@ -1,5 +1,5 @@
-"""A line a job wrote can hold one of its secrets (its env_files or pass_env values); the store keeps decisions
-and events with every registered secret value masked, and the rest of the line as it was."""
+"""A line a job wrote can hold one of its secrets (its env_files or pass_env values); the store keeps
+decisions and events with every registered secret value masked, and the rest of the line as it was."""
 
 from __future__ import annotations
 

@@ -4,12 +4,13 @@ torch or Ray is even imported."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import sys
 
 import structlog
 
-from trainer.config import ConfigError, load_config
+from trainer.config import ConfigError, load_config, missing_packages
 
 
 def _configure_logging() -> None:
@@ -37,6 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(args.config, args.overrides)
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
+        return 2
+    missing = missing_packages(cfg, lambda name: importlib.util.find_spec(name) is not None)
+    for problem in missing:
+        print(f"config error: {problem}", file=sys.stderr)
+    if missing:
         return 2
     from trainer.driver import run
 

@@ -11,6 +11,7 @@ import hashlib
 import json
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,9 @@ class ClusterConfig:
     cpus_per_worker: float = 1.0
     torch_threads: int = 1
     device: str = "auto"  # auto | cpu | cuda
+    # CUDA: deterministic kernels (torch.use_deterministic_algorithms, CUBLAS_WORKSPACE_CONFIG=:4096:8,
+    # cudnn.deterministic) so a resumed run repeats the straight one bit for bit; docs/trainer.md "On a GPU".
+    deterministic: bool = False
 
 
 @dataclass
@@ -324,6 +328,26 @@ def validate(cfg: TrainerConfig) -> None:
             raise ConfigError(f"fault.signal: unknown signal name {cfg.fault.signal!r}")
     if cfg.fault.at_step < 0:
         raise ConfigError("fault.at_step: must be >= 0")
+
+
+def missing_packages(cfg: TrainerConfig, installed: Callable[[str], bool]) -> list[str]:
+    """What this config needs that this Python lacks (ray, vllm), each naming the key that asks for it.
+
+    GPU machines with only torch and transformers run `cluster.ray=false` and the torch backend; saying
+    so before any work starts beats a ModuleNotFoundError traceback from inside the first Ray call.
+    """
+    problems = []
+    if cfg.cluster.ray and not installed("ray"):
+        problems.append(
+            "cluster.ray: true needs the 'ray' package, which is not installed in this Python "
+            "(pip install -e '.[trainer]', or set cluster.ray=false to run in one process)"
+        )
+    if cfg.policy.generation.backend == "vllm" and not installed("vllm"):
+        problems.append(
+            "policy.generation.backend: vllm needs the 'vllm' package, which is not installed in this "
+            "Python (pip install -e '.[trainer,gpu]', or set policy.generation.backend=torch)"
+        )
+    return problems
 
 
 def parse_duration(text: str, key: str = "duration") -> float:

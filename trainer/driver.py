@@ -309,6 +309,7 @@ class Trainer:
                 "device": device,
                 "torch_threads": c.torch_threads,
                 "seed": self.cfg.grpo.seed,
+                "deterministic": c.deterministic,
             }
 
         def rollout_kwargs(rank: int) -> dict[str, Any]:
@@ -318,6 +319,7 @@ class Trainer:
                 "device": device,
                 "torch_threads": c.torch_threads,
                 "seed": self.cfg.grpo.seed + 1000 + rank,
+                "deterministic": c.deterministic,
             }
 
         if c.ray:
@@ -444,8 +446,14 @@ class Trainer:
         laps: Laps,
     ) -> dict[str, float]:
         n, gen_tokens, total = len(batch.tokens), sum(len(t) for t in batch.tokens), laps.total
+        # what the update ran forward and backward on: prompt + response tokens, padding excluded
+        train_tokens = gen_tokens + sum(len(p) for p in batch.prompts)
         limit, eos = self.cfg.policy.generation.max_new_tokens, self.tok.eos_id
         cut = sum(1 for t in batch.tokens if len(t) >= limit and (not t or t[-1] != eos))
+        train = dict(train)
+        memory: dict[str, float] = {}
+        if "peak_gpu_memory_gib" in train:
+            memory["performance/peak_gpu_memory_gib"] = train.pop("peak_gpu_memory_gib")
         return {
             "train/reward_mean": float(rewards.mean()),
             "train/reward_std": float(rewards.std()),
@@ -457,6 +465,11 @@ class Trainer:
             "timing/train/total_step_time": total,
             "performance/tokens_per_sec": gen_tokens / max(total, 1e-9),
             "performance/samples_per_sec": n / max(total, 1e-9),
+            "performance/generated_tokens": float(gen_tokens),
+            "performance/training_tokens": float(train_tokens),
+            "performance/generation_tokens_per_sec": gen_tokens / max(laps.seconds["generation"], 1e-9),
+            "performance/training_tokens_per_sec": train_tokens / max(laps.seconds["policy_training"], 1e-9),
+            **memory,
         }
 
     def _log(self, step: int, metrics: dict[str, float]) -> None:

@@ -14,9 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import structlog
 from tqdm import tqdm
 
 from trainer.checkpoint import write_json_atomic
+
+log = structlog.get_logger(__name__)
 
 EXP_RE = re.compile(r"^exp_(\d{3,})$")
 STATES = (
@@ -124,10 +127,19 @@ class MetricsLogger:
             self._truncate_jsonl(resume_step)
         self.tb: Any = None
         if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
-
-            purge = resume_step + 1 if resume_step is not None else None
-            self.tb = SummaryWriter(log_dir=str(exp_dir / "tensorboard"), purge_step=purge, flush_secs=10)
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except (
+                ImportError
+            ) as e:  # a GPU image with torch but no tensorboard: metrics.jsonl still holds all
+                log.warning(
+                    "TensorBoard writer off: tensorboard is not installed; metrics.jsonl is still written",
+                    error=str(e),
+                    hint="pip install tensorboard, or logger.tensorboard_enabled=false to silence this",
+                )
+            else:
+                purge = resume_step + 1 if resume_step is not None else None
+                self.tb = SummaryWriter(log_dir=str(exp_dir / "tensorboard"), purge_step=purge, flush_secs=10)
         self._fh = open(self.jsonl, "a")
 
     def _truncate_jsonl(self, step: int) -> None:

@@ -82,8 +82,10 @@ class PolicyWorker:
         device: str = "auto",
         torch_threads: int = 1,
         seed: int = 0,
+        deterministic: bool = False,
     ) -> None:
         torch.set_num_threads(torch_threads)
+        rng.deterministic_kernels(deterministic)
         rng.seed_all(seed + rank)
         self.rank, self.world = rank, world_size
         self.device = pick_device(device)
@@ -186,7 +188,13 @@ class PolicyWorker:
         self.opt.step()
         self.sched.step()
         tokens = max(float(sums[3]), 1.0)
+        memory: dict[str, float] = {}
+        if (
+            self.device.type == "cuda"
+        ):  # this process's peak so far (the rollout's too when cluster.ray=false)
+            memory["peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated(self.device) / 2**30
         return {
+            **memory,
             "loss": float(sums[0]) / tokens,
             "kl": float(sums[1]) / tokens,
             "clip_frac": float(sums[2]) / tokens,

@@ -22,9 +22,11 @@ class RolloutWorker:
         device: str = "auto",
         torch_threads: int = 1,
         seed: int = 0,
+        deterministic: bool = False,
     ) -> None:
         enable_stack_dump()  # where this actor is stuck, on SIGUSR2 (Shepherd's forensics)
         torch.set_num_threads(torch_threads)
+        rng.deterministic_kernels(deterministic)
         rng.seed_all(seed)
         dev = pick_device(device)
         self.backend = make_backend(backend, device=str(dev), **backend_kwargs)

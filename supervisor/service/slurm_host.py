@@ -58,12 +58,14 @@ def hosted_environment(environ: Mapping[str, str], slack: SlackSettings) -> dict
         for n in (slack.bot_token_env, slack.app_token_env, slack.signing_secret_env, slack.webhook_url_env)
         if (v := environ.get(n))
     ]
+    # Where the secrets are (a file, a variable's name) is no secret: the daemon needs it.
+    references = {"SHEPHERD_SLACK__TOKEN_FILE"} | {f"SHEPHERD_SLACK__{f.upper()}_ENV" for f in SECRET_FIELDS}
     return {
         k: v
         for k, v in environ.items()
         if k.startswith("SHEPHERD_")
         and k not in secret_vars
-        and not is_secret_key(k)
+        and (k in references or not is_secret_key(k))
         and not any(t in v for t in tokens)
     }
 

@@ -23,6 +23,9 @@ SHELL = {
     "SHEPHERD_SLACK__WEBHOOK_URL": "https://hooks.slack.com/services/T/B/x",
     "SHEPHERD_LEASE__TTL_S": "20",
     "SHEPHERD_EXTRA": f"echo {APP}",
+    "SHEPHERD_SLACK__TOKEN_FILE": "/home/me/.config/shepherd/slack.env",
+    "SHEPHERD_SLACK__BOT_TOKEN_ENV": "MY_BOT",
+    "SHEPHERD_DB_PASSWORD": "hunter2-hunter2",
 }
 
 
@@ -39,6 +42,8 @@ def test_the_daemons_job_gets_its_settings_and_no_token() -> None:
         "SHEPHERD_SLACK__MODE": "socket",
         "SHEPHERD_SLACK__CHANNEL": "C0123",
         "SHEPHERD_LEASE__TTL_S": "20",
+        "SHEPHERD_SLACK__TOKEN_FILE": "/home/me/.config/shepherd/slack.env",  # where, not what
+        "SHEPHERD_SLACK__BOT_TOKEN_ENV": "MY_BOT",
     }
 
 

@@ -209,9 +209,31 @@ def judge_model_dir(field: str, path: Path, listing: Sequence[str]) -> list[Prob
     return out
 
 
-def judge_sbatch(error: str) -> Problem:
-    """`sbatch --test-only` refused the request: name the spec field its message is about."""
+# A node in any other state (UNKNOWN after a controller restart, DOWN, DRAIN, NOT_RESPONDING `*`, powered
+# down...) is not up now, though a job that asks for it is valid and pends until it is back.
+_UP_WORDS = frozenset({"IDLE", "MIXED", "ALLOCATED", "ALLOC", "MIX", "COMPLETING", "PLANNED"})
+
+
+def nodes_not_up(nodes: Sequence[SlurmNode]) -> list[SlurmNode]:
+    """The nodes Slurm cannot place a job on now (their state says so)."""
+    return [n for n in nodes if "*" in n.state or not set(n.state.split("+")) <= _UP_WORDS]
+
+
+def judge_sbatch(error: str, not_up: Sequence[SlurmNode] = ()) -> Problem:
+    """`sbatch --test-only` refused the request: name the spec field its message is about. `Requested node
+    configuration is not available` while some of the job's nodes are not up (`not_up`) is only a warning:
+    --test-only says it for any node that is down, drained or not yet registered, where sbatch itself queues
+    the job to wait for them."""
     low = error.lower()
+    if "node configuration is not available" in low and not_up:
+        states = ", ".join(f"{n.name} {n.state}" for n in not_up[:5]) + (", ..." if len(not_up) > 5 else "")
+        return Problem(
+            "slurm",
+            f"sbatch --test-only refused the job ({error}) while nodes are not up ({states}): it may fit "
+            "once they are back",
+            "if it stays pending, compare the request with the nodes (`sinfo -N -l`)",
+            blocking=False,
+        )
     field, fix = "slurm", "change the spec's slurm section so that sbatch accepts it"
     for words, f, hint in (
         (("account", "association"), "slurm.account", "use an account from `sacctmgr show assoc user=$USER`"),

@@ -34,6 +34,7 @@ from supervisor.preflight.checks import (
     needs,
     node_is_here,
     nodes_are_here,
+    nodes_not_up,
     warning,
 )
 from supervisor.slurm.client import SlurmClient, SlurmError, SlurmRejected, SlurmUnavailable
@@ -203,12 +204,24 @@ async def run_preflight(
     if note is not None:
         problems.append(note)
     if slurm is not None and "sbatch" not in skipped:
-        problems += await _test_only(spec, slurm, deadline, run_dir)
+        problems += await _test_only(spec, slurm, deadline, run_dir, nodes)
     return problems
 
 
+async def _not_up(spec: JobSpec, source: NodeSource | None, deadline: float) -> list[SlurmNode]:
+    """The job's nodes that are not up now; none when Slurm cannot say in the time left."""
+    if source is None:
+        return []
+    with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+        try:
+            return nodes_not_up(job_nodes(await source.nodes(), spec.slurm.partition))
+        except SlurmError:
+            return []
+    return []
+
+
 async def _test_only(
-    spec: JobSpec, slurm: SlurmClient, deadline: float, run_dir: Path | None
+    spec: JobSpec, slurm: SlurmClient, deadline: float, run_dir: Path | None, nodes: NodeSource | None
 ) -> list[Problem]:
     left = deadline - time.monotonic()
     if left < 0.5:
@@ -228,7 +241,9 @@ async def _test_only(
     try:
         await slurm.test_only(req)
     except SlurmRejected as exc:
-        return [judge_sbatch(str(exc).split(": ", 1)[-1])]
+        error = str(exc).split(": ", 1)[-1]
+        down = await _not_up(spec, nodes, deadline) if "node configuration" in error.lower() else []
+        return [judge_sbatch(error, down)]
     except SlurmUnavailable as exc:
         return [warning("slurm", f"sbatch --test-only could not ask Slurm: {exc}")]
     finally:

@@ -248,12 +248,14 @@ def _show_fields(line: str) -> dict[str, str]:
 @dataclass(frozen=True, slots=True)
 class SlurmNode:
     """One node as `scontrol show node` describes it: how it is reached (NodeAddr), the machine its slurmd
-    runs on (NodeHostName) and the partitions it serves."""
+    runs on (NodeHostName), the partitions it serves and its state (`IDLE`, `MIXED`, `DOWN+DRAIN`,
+    `UNKNOWN` until its slurmd registers with a restarted controller...)."""
 
     name: str
     addr: str
     hostname: str
     partitions: tuple[str, ...]
+    state: str = ""
 
 
 def parse_scontrol_nodes(text: str) -> list[SlurmNode]:
@@ -266,7 +268,8 @@ def parse_scontrol_nodes(text: str) -> list[SlurmNode]:
         if not name:
             continue
         parts = tuple(p for p in fields.get("Partitions", "").split(",") if p)
-        out.append(SlurmNode(name, fields.get("NodeAddr") or name, fields.get("NodeHostName") or name, parts))
+        addr, host = fields.get("NodeAddr") or name, fields.get("NodeHostName") or name
+        out.append(SlurmNode(name, addr, host, parts, fields.get("State", "")))
     return out
 
 

@@ -11,15 +11,18 @@ import anyio
 import pytest
 
 from supervisor.domain.spec import JobSpec
-from supervisor.preflight.checks import Here, job_nodes, nodes_are_here
+from supervisor.preflight.checks import Here, job_nodes, judge_sbatch, nodes_are_here, nodes_not_up
 from supervisor.preflight.probe import MemoryNodes, locate, run_preflight
-from supervisor.slurm.client import SlurmUnavailable
+from supervisor.slurm.client import SlurmClient, SlurmRejected, SlurmUnavailable, SubmitRequest
 from supervisor.slurm.parse import SlurmNode, parse_scontrol_nodes
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 # Recorded on the dev cluster (scripts/record-slurm-outputs; `up --nodes 2` for the second).
 DEV = parse_scontrol_nodes((DATA / "22.05" / "scontrol_show_node.txt").read_text())
 DEV_2 = parse_scontrol_nodes((DATA / "22.05" / "scontrol_show_node_2nodes.txt").read_text())
+# The same node just after a controller restart (UNKNOWN until its slurmd registers), and taken down.
+RESTARTED = parse_scontrol_nodes((DATA / "22.05" / "scontrol_show_node_ctld_restarted.txt").read_text())
+DOWN = parse_scontrol_nodes((DATA / "22.05" / "scontrol_show_node_down.txt").read_text())
 # Four GPU nodes and two CPU nodes, each its own machine; the login node is not one of them.
 CLUSTER = parse_scontrol_nodes((DATA / "scontrol_show_node_cluster.txt").read_text())
 
@@ -149,3 +152,50 @@ def test_slurm_is_not_asked_when_every_path_is_declared_shared(tmp_path: Path) -
         lambda: run_preflight(_spec(tmp_path), slurm=None, nodes=nodes, timeout_s=10, shared_paths=[tmp_path])
     )
     assert problems == [] and nodes.asked == 0
+
+
+# What the dev cluster's `sbatch --test-only` said (rc 1) while its node was UNKNOWN after `ctld-stop --kill`,
+# and again while it was drained and down; sbatch itself queued the same job each time.
+NO_NODE_FITS = "allocation failure: Requested node configuration is not available"
+
+
+def test_node_states_as_recorded() -> None:
+    assert [n.state for n in DEV + RESTARTED + DOWN] == ["IDLE", "UNKNOWN", "DOWN+DRAIN"]
+    assert [n.state for n in CLUSTER] == ["MIXED", "IDLE", "IDLE+DRAIN", "IDLE", "IDLE", "IDLE"]
+    assert nodes_not_up(DEV) == [] and nodes_not_up(RESTARTED) == RESTARTED and nodes_not_up(DOWN) == DOWN
+    assert [n.name for n in nodes_not_up(CLUSTER)] == ["gpu-a003"]
+    assert nodes_not_up([SlurmNode("n", "n", "n", (), "IDLE*")])  # not responding
+
+
+def test_no_node_fits_is_a_warning_while_the_nodes_are_not_up() -> None:
+    """--test-only refuses for a node not registered yet after a controller restart, or down, or drained."""
+    refused = judge_sbatch(NO_NODE_FITS)
+    assert refused.blocking and refused.field == "slurm.gpus_per_node"
+    for nodes in (RESTARTED, DOWN):
+        p = judge_sbatch(NO_NODE_FITS, nodes_not_up(nodes))
+        assert not p.blocking and f"node1 {nodes[0].state}" in p.reason and NO_NODE_FITS in p.reason
+    # Another refusal stays one, whatever the nodes' states.
+    assert judge_sbatch("Invalid partition name specified", nodes_not_up(DOWN)).blocking
+
+
+class RefusingSlurm(SlurmClient):
+    """sbatch --test-only answering like the dev cluster's just after its controller restarted."""
+
+    async def test_only(self, req: SubmitRequest) -> str:
+        raise SlurmRejected(f"sbatch exited 1: {NO_NODE_FITS}")
+
+
+def test_preflight_asks_the_nodes_state_before_refusing_for_no_node_that_fits(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, slurm={"partition": "debug"})
+
+    def run(nodes: MemoryNodes) -> list[tuple[str, bool]]:
+        problems = anyio.run(
+            lambda: run_preflight(
+                spec, slurm=RefusingSlurm(), nodes=nodes, timeout_s=10, shared_paths=[tmp_path]
+            )
+        )
+        return [(p.field, p.blocking) for p in problems]
+
+    assert run(MemoryNodes(RESTARTED)) == [("slurm", False)]
+    assert run(MemoryNodes(DEV)) == [("slurm.gpus_per_node", True)]  # every node up: the request cannot fit
+    assert run(MemoryNodes(error=SlurmUnavailable("timed out"))) == [("slurm.gpus_per_node", True)]

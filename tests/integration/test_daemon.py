@@ -166,8 +166,17 @@ def test_slurmctld_outage_marks_nothing_failed_and_tracking_resumes(
 def test_slurmctld_sigkill_loses_nothing_of_ours_and_a_reused_job_id_is_not_confused(
     tmp_path: Path, slurm_cluster: Any
 ) -> None:
-    """slurmctld killed right after a submission may forget that job and hand its id to the next one."""
-    d = DaemonProcess(tmp_path / "root", env={**slurm_cluster.env, "SHEPHERD_SLURM__UNKNOWN_GRACE_S": "10"})
+    """slurmctld killed right after a submission may forget that job and hand its id to the next one.
+
+    The second spec is submitted seconds after the restart, when `sbatch --test-only` still refuses what
+    sbatch queues (`Requested node configuration is not available`): this test is about the daemon across
+    the crash, so its preflight asks no --test-only."""
+    env = {
+        **slurm_cluster.env,
+        "SHEPHERD_SLURM__UNKNOWN_GRACE_S": "10",
+        "SHEPHERD_PREFLIGHT__TEST_ONLY": "false",
+    }
+    d = DaemonProcess(tmp_path / "root", env=env)
     d.start()
     try:
         later = d.submit(

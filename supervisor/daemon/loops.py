@@ -40,7 +40,7 @@ from supervisor.intake.queue import Intake, Rejected, queue_dir_problem
 from supervisor.lease import Lease, NotLeader
 from supervisor.notify.rejections import rejections_notice
 from supervisor.ports import NoticeSink
-from supervisor.redact import add_known_secrets
+from supervisor.redact import add_known_secrets, known_secrets
 from supervisor.service.sdnotify import Notifier
 from supervisor.service.watchdog import (
     HeartbeatRegistry,
@@ -229,6 +229,15 @@ class Daemon:
                 add_known_secrets(self._secret_env(run).values())
             except EnvFileError as exc:  # said again, and the run failed, at its next submission
                 log.warning("a run's secrets are not readable now", run_id=run.id, error=str(exc))
+
+    def _daemon_secrets(self) -> list[str]:
+        """The daemon's own secrets, never passed on: its Slack tokens (read now; a token file that went
+        unreadable since start-up leaves those registered then) and every secret registered with redact()."""
+        try:
+            tokens = self.settings.slack.secrets()
+        except EnvFileError:
+            tokens = []
+        return [*tokens, *known_secrets()]
 
     def _secret_env(self, run: RunRow) -> dict[str, str]:
         spec = run.spec
@@ -433,7 +442,7 @@ class Daemon:
             environ=os.environ,
             secret_env=secret_env,
             secret_names=slack.secret_env_names(),
-            secret_values=slack.secrets(),
+            secret_values=self._daemon_secrets(),
         )
         Path(req.env["BASE_LOG_DIR"]).mkdir(parents=True, exist_ok=True)
         key = (run.id, attempt.n)

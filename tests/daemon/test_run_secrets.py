@@ -90,3 +90,14 @@ def test_an_env_file_others_can_read_fails_the_run_saying_why_and_submits_nothin
     assert "shepherd resume r1" in (failed.final_reason or "") and FILE_VALUE not in (
         failed.final_reason or ""
     )
+
+
+def test_a_token_file_gone_unreadable_does_not_stop_submissions(tmp_path: Path) -> None:
+    daemon, _store, slurm, run = setup(tmp_path)
+    bad = tmp_path / "slack.env"
+    bad.write_text(f"SLACK_BOT_TOKEN={BOT}\n")
+    bad.chmod(0o644)
+    daemon.settings = Settings(root=tmp_path / "root", slack={"token_file": str(bad)})
+    anyio.run(daemon.submit_attempt, run)
+    [req] = slurm.requests
+    assert req.env["WANDB_API_KEY"] == FILE_VALUE and BOT not in json.dumps(dict(req.env))

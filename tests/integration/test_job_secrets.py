@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.support.daemon import REPO, SHEPHERD, DaemonProcess, wait_for
-from tests.support.standin_thread import StandinThread
+from tests.support.standin_thread import StandinThread, slack_env
 
 from .conftest import VENV_BIN, SlurmCluster
 
@@ -59,14 +59,9 @@ def sup(
         pytest.skip("ray is not installed in .venv (scripts/setup)")
     env = {
         **slurm_cluster.env,
-        "SHEPHERD_SLACK__MODE": "socket",
-        "SHEPHERD_SLACK__BASE_URL": slack.standin.api_url,
-        "SHEPHERD_SLACK__CHANNEL": "C0SECRETS",
+        **slack_env(slack.standin, "C0SECRETS", BOT, APP),
         "SHEPHERD_SLACK__RETRY_INITIAL_S": "0.2",
-        "SHEPHERD_SLACK__POLL_INTERVAL_S": "0.2",
         "SHEPHERD_SLACK__GROUP_WAIT_S": "0",
-        "SLACK_BOT_TOKEN": BOT,
-        "SLACK_APP_TOKEN": APP,
         "SBATCH_PARTITION": "no-such-partition",  # sbatch would take it as --partition, and refuse the job
         "DAEMON_ONLY_SETTING": "from-the-daemons-shell",
     }

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.support.daemon import REPO, SHEPHERD, DaemonProcess, wait_for
-from tests.support.standin_thread import StandinThread
+from tests.support.standin_thread import StandinThread, slack_env, wait_connected
 
 pytestmark = pytest.mark.slurm
 CHANNEL = "C0REJECT"
@@ -35,20 +35,11 @@ def daemon(tmp_path: Path, slurm_cluster: Any, slack: StandinThread) -> Iterator
         "SHEPHERD_PREFLIGHT__AT_INTAKE": "true",
         "SHEPHERD_PREFLIGHT__TEST_ONLY": "true",  # the daemon asks `sbatch --test-only`
         "SHEPHERD_PREFLIGHT__SHARED_PATHS": '["/"]',
-        "SHEPHERD_SLACK__MODE": "socket",
-        "SHEPHERD_SLACK__BASE_URL": slack.standin.api_url,
-        "SHEPHERD_SLACK__CHANNEL": CHANNEL,
-        "SHEPHERD_SLACK__POLL_INTERVAL_S": "0.2",
-        "SLACK_BOT_TOKEN": "xoxb-1111-2222-rejecttoken",
-        "SLACK_APP_TOKEN": "xapp-1-A0REJ-3333-rejectapptoken",
+        **slack_env(slack.standin, CHANNEL, "xoxb-1111-2222-rejecttoken", "xapp-1-A0REJ-3333-rejectapptoken"),
     }
     d = DaemonProcess(tmp_path / "root", env=env)
     d.start()
-    try:
-        slack.call(slack.standin.wait_connected(within=60), timeout=70)
-    except Exception:
-        d.stop()
-        raise AssertionError(f"the daemon never opened Socket Mode:\n{d.log_text()[-3000:]}") from None
+    wait_connected(slack, d.stop, d.log_text)
     yield d
     d.stop()
 

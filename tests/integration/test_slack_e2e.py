@@ -23,7 +23,7 @@ from supervisor.notify.slack import blocks as bk
 from supervisor.notify.slack.notifier import UNBOUNDED_KINDS
 from tests.support.daemon import REPO, DaemonProcess, wait_for
 from tests.support.specs import fake_argv, records, write_spec
-from tests.support.standin_thread import StandinThread
+from tests.support.standin_thread import StandinThread, slack_env, wait_connected
 
 pytestmark = pytest.mark.slurm
 PLAIN = REPO / "tests" / "support" / "plain.sub"
@@ -46,26 +46,17 @@ def sup(tmp_path_factory: pytest.TempPathFactory, slurm_cluster: Any, slack: Sta
     env = {
         **slurm_cluster.env,
         "SHEPHERD_LAUNCH_SCRIPT": str(PLAIN),
-        "SHEPHERD_SLACK__MODE": "socket",
-        "SHEPHERD_SLACK__BASE_URL": slack.standin.api_url,
-        "SHEPHERD_SLACK__CHANNEL": CHANNEL,
+        **slack_env(slack.standin, CHANNEL, "xoxb-1111-2222-e2etoken", "xapp-1-A0E2E-3333-e2eapptoken"),
         "SHEPHERD_SLACK__AUTHORISED_USERS": json.dumps([ALICE]),
         # Fast retries, and a small cap on the backoff: after a minute-long outage the sender's next try is
         # at most ~1 s away (the default cap is 60 s), so the outbox drains soon after the stand-in is back.
         "SHEPHERD_SLACK__RETRY_INITIAL_S": "0.2",
         "SHEPHERD_SLACK__RETRY_MAX_S": "1",
-        "SHEPHERD_SLACK__POLL_INTERVAL_S": "0.2",
         "SHEPHERD_SLACK__SOCKET_PING_INTERVAL_S": "1",
-        "SLACK_BOT_TOKEN": "xoxb-1111-2222-e2etoken",
-        "SLACK_APP_TOKEN": "xapp-1-A0E2E-3333-e2eapptoken",
     }
     d = DaemonProcess(root / "root", env=env)
     d.start()
-    try:
-        slack.call(slack.standin.wait_connected(within=60), timeout=70)
-    except Exception:
-        d.stop()
-        raise AssertionError(f"the daemon never opened Socket Mode:\n{d.log_text()[-3000:]}") from None
+    wait_connected(slack, d.stop, d.log_text)
     yield d
     d.stop()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from supervisor.testing.slack_standin import Recording, SlackStandin
@@ -53,3 +53,25 @@ class StandinThread:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
         self.loop.close()
+
+
+def slack_env(standin: SlackStandin, channel: str, bot_token: str, app_token: str) -> dict[str, str]:
+    """What a daemon under test needs to talk to the stand-in over Socket Mode, posting to `channel` and
+    polling its outbox often (the tokens are test values the stand-in accepts)."""
+    return {
+        "SHEPHERD_SLACK__MODE": "socket",
+        "SHEPHERD_SLACK__BASE_URL": standin.api_url,
+        "SHEPHERD_SLACK__CHANNEL": channel,
+        "SHEPHERD_SLACK__POLL_INTERVAL_S": "0.2",
+        "SLACK_BOT_TOKEN": bot_token,
+        "SLACK_APP_TOKEN": app_token,
+    }
+
+
+def wait_connected(slack: StandinThread, stop: Callable[[], object], log: Callable[[], str]) -> None:
+    """Wait for the daemon to open Socket Mode; else `stop` it and fail with the end of its `log`."""
+    try:
+        slack.call(slack.standin.wait_connected(within=60), timeout=70)
+    except Exception:
+        stop()
+        raise AssertionError(f"the daemon never opened Socket Mode:\n{log()[-3000:]}") from None

@@ -16,6 +16,7 @@ import structlog
 from supervisor.rules.literals import derive_literals
 from supervisor.rules.loader import DEFAULT_RULES_PATH, RulesError, load_rules_file, load_ruleset_rules
 from supervisor.rules.model import (
+    Defer,
     LogTrigger,
     MetricTrigger,
     MissingTrigger,
@@ -38,6 +39,7 @@ class CompiledLog:
     sources: tuple[str, ...]
     literals: tuple[str, ...] | None  # None: no prefilter possible, always run the regex
     source_pattern: str = ""  # the regex as written in the rules file
+    defer: Defer | None = None  # held while the launcher retries its bring-up (model.Defer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +170,7 @@ def compile_rules(
                         sources=tuple(t.sources),
                         literals=tuple(lits) if lits else None,
                         source_pattern=t.regex,
+                        defer=t.defer,
                     )
                 )
         states = tuple(t for t in trig if isinstance(t, StateTrigger))

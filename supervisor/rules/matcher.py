@@ -60,6 +60,7 @@ MAX_TRACEBACK_LINES = 400
 MAX_TRACEBACK_CHARS = 256 * 1024
 MAX_EVIDENCE_LINES = 60
 MAX_EVIDENCE_LINE_CHARS = 2000
+MAX_HELD_LINES = 20  # of a held match's evidence (it is persisted with the matcher state)
 # RE2 matches in linear time, but the constant depends on the pattern: a counted repeat of a class after a
 # common character (`a[ab]{200}x`) defeats its DFA cache and runs at ~100 KB/s. A rule whose regex spends
 # more CPU than this on one event (a line, a traceback, a 256 KiB slice of a chunk) is quarantined: logged
@@ -133,6 +134,66 @@ def _conditions_ok(cr: CompiledRule, st: MatcherState, at: float) -> bool:
     return not (c.min_attempt is not None and st.attempt < c.min_attempt)
 
 
+def _deferred(lg: CompiledLog, st: MatcherState, source: str) -> bool:
+    """Whether a match of `lg` in `source` is the launcher's own retry business for now (model.Defer)."""
+    d = lg.defer
+    if d is None or d.until_file in st.seen_files:
+        return False
+    return not d.sources or any(fnmatchcase(source, g) for g in d.sources)
+
+
+def _hold(
+    st: MatcherState, cr: CompiledRule, lg: CompiledLog, ev: Evidence, key: str, reason: str, node: str | None
+) -> None:
+    """Keep a rule's first deferred match: the decision if the job then ends FAILED without a give-up line."""
+    assert lg.defer is not None
+    if cr.name in st.held:
+        return
+    st.held[cr.name] = {
+        "source": ev.source,
+        "first_line": ev.first_line,
+        "match_line": ev.match_line,
+        "lines": list(ev.lines[:MAX_HELD_LINES]),
+        "reason": reason,
+        "key": key,
+        "node": node,
+        "until_file": lg.defer.until_file,
+        "at": ev.at,
+    }
+
+
+def _release_held(rs: RuleSet, st: MatcherState, ev: StateEvent) -> list[Match]:
+    """The job ended FAILED during a bring-up its launcher was retrying, without the launcher's give-up
+    line: what each rule held becomes its decision, saying so. A bring-up that went on to start the driver
+    (the held file appeared) leaves nothing to decide."""
+    out: list[Match] = []
+    held, st.held = st.held, {}
+    if ev.state != JobState.FAILED:
+        return out
+    for name, h in held.items():
+        cr = rs.by_name.get(name)
+        if cr is None or h.get("until_file") in st.seen_files or not _conditions_ok(cr, st, ev.at):
+            continue
+        evd = Evidence(
+            source=str(h.get("source", "")),
+            first_line=int(h.get("first_line", 0)),
+            lines=tuple(str(x) for x in h.get("lines", ())),
+            match_line=int(h.get("match_line", 0)),
+            state=ev.state.value,
+            reason="held while the launcher retried",
+            at=ev.at,
+        )
+        reason = (
+            f"{h.get('reason', name)} (held while the launcher retried its Ray bring-up; "
+            f"the job then ended {_state_reason(st)} before the driver started)"
+        )
+        node = h.get("node")
+        out += _emit(
+            rs, st, cr, ev.at, evd, str(h.get("key", "")), reason, node if isinstance(node, str) else None
+        )
+    return out
+
+
 def _eval_log_event(
     rs: RuleSet,
     st: MatcherState,
@@ -182,7 +243,11 @@ def _eval_log_event(
                     key_b = m.group(0)
                 key = (key_b or m.group(0)).decode("utf-8", "surrogatepass")
                 reason = f"{cr.rule.description or cr.name}: {holder.strip()[:300]}"
-                return _emit(rs, st, cr, at, ev, key, reason, find_node(text, st.nodes))
+                node = find_node(text, st.nodes)
+                if _deferred(lg, st, source):
+                    _hold(st, cr, lg, ev, key, reason, node)
+                    return []  # the launcher is still retrying: its give-up, the job's end or a stall decide
+                return _emit(rs, st, cr, at, ev, key, reason, node)
         if pseudo is not None and cr.states:
             pstate, pnode = pseudo
             for t, rx in zip(cr.states, cr.state_reasons, strict=True):
@@ -632,6 +697,8 @@ def _on_state(rs: RuleSet, st: MatcherState, ev: StateEvent) -> list[Match]:
                 reason = f"{cr.rule.description or cr.name}: {_state_reason(st)}"
                 out += _emit(rs, st, cr, ev.at, evd, sig, reason, find_node("", st.nodes))
                 break  # one observation, one rule
+    if ev.state.is_terminal and st.held:
+        out += _release_held(rs, st, ev)
     out += _timers(rs, st, ev.at)
     return out
 

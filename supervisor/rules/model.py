@@ -94,6 +94,26 @@ class _Strict(BaseModel):
 # ----------------------------------------------------------------------------- triggers
 
 
+class Defer(_Strict):
+    """A launcher that retries its own Ray bring-up is let retry (NeMo RL's ray.sub starts the head 3 times,
+    each worker up to 20). While ``until_file`` is absent from the attempt's log dir (``ray-driver.log``: the
+    driver has not started), a match in ``sources`` decides nothing: it is held, and the rule's other
+    triggers decide (the launcher's give-up, the bring-up stall). Held, it becomes the decision only if the
+    job then ends FAILED; once ``until_file`` exists the trigger acts at once."""
+
+    until_file: str
+    sources: list[str] = Field(
+        default_factory=list, description="file-name globs where the launcher retries; empty: every source"
+    )
+
+    @field_validator("until_file")
+    @classmethod
+    def _relative(cls, v: str) -> str:
+        if not v or v.startswith("/") or ".." in v.split("/"):
+            raise ValueError("must be a path relative to the attempt's log dir")
+        return v
+
+
 class LogTrigger(_Strict):
     """A regex over one log event (a line, or a whole traceback grouped into one event)."""
 
@@ -106,6 +126,9 @@ class LogTrigger(_Strict):
     literals: list[str] | None = Field(
         default=None,
         description="prefilter: every match contains one of these; derived from the regex when omitted",
+    )
+    defer: Defer | None = Field(
+        default=None, description="held, not decided, while the launcher still retries its bring-up"
     )
 
     @field_validator("regex")

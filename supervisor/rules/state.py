@@ -28,6 +28,7 @@ _NUM_RE = re.compile(r"\d+(?:\.\d+)?")
 _WS_RE = re.compile(r"\s+")
 METRIC_HISTORY = 64  # recent (step, value) pairs kept per tag: the longest window, plus the alert's history
 HISTORY_SHOWN = 12  # of them, in an alert's {history}
+EXCERPT_CHARS = 300  # an alert's `{excerpt}`: the matched line, or an unrecognised end's decisive line
 
 
 @dataclass(slots=True)
@@ -75,6 +76,9 @@ class MatcherState:
     incident: Incident | None = None
     tracebacks: dict[str, list[Traceback]] = field(default_factory=dict)
     rhythms: dict[str, Rhythm] = field(default_factory=dict)  # per learning stalled trigger: the run's rhythm
+    # rule -> its first match held while the launcher retried its bring-up (model.Defer): source, line,
+    # lines, reason, signature key, node and the file whose absence held it
+    held: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def copy(self) -> MatcherState:
         return copy.deepcopy(self)
@@ -103,6 +107,7 @@ class MatcherState:
             "timer_fired": sorted(self.timer_fired),
             "incident": [self.incident.rule, self.incident.opened_at] if self.incident else None,
             "rhythms": self.rhythms_dict(),
+            "held": {k: dict(v) for k, v in self.held.items()},
         }
 
     def rhythms_dict(self) -> dict[str, Any]:
@@ -145,6 +150,7 @@ class MatcherState:
             timer_fired=set(d.get("timer_fired", [])),
             incident=Incident(str(inc[0]), float(inc[1])) if inc else None,
             rhythms=cls.rhythms_from(d.get("rhythms")),
+            held={str(k): dict(v) for k, v in (d.get("held") or {}).items() if isinstance(v, dict)},
         )
 
 
@@ -218,12 +224,12 @@ class Match:
         """The line that matched (the observed state, what the metric did), short enough for an alert."""
         ev = self.evidence
         if ev.metric:
-            return ev.reason[:300]
+            return ev.reason[:EXCERPT_CHARS]
         if ev.lines:
             nos = ev.line_numbers or tuple(range(ev.first_line, ev.first_line + len(ev.lines)))
             idx = nos.index(ev.match_line) if ev.match_line in nos and len(ev.lines) == len(nos) else -1
-            return ev.lines[idx].strip()[:300]
-        return ", ".join(x for x in (ev.state or "", ev.reason) if x)[:300]
+            return ev.lines[idx].strip()[:EXCERPT_CHARS]
+        return ", ".join(x for x in (ev.state or "", ev.reason) if x)[:EXCERPT_CHARS]
 
     def template_context(self, job_id: str = "", spec: dict[str, str] | None = None) -> dict[str, str]:
         """Values for alert messages and env patches (`{run}`, `{excerpt}`, `{spec.shared_cache_dir}`...)."""

@@ -3,7 +3,8 @@
 What a NeMo RL user sees end to end: a chain of attempts through ray.sub (a node-local HF cache fixed by a
 resume with HF_HOME and a mount, a save deadline passed by shepherd and honoured by the trainer, completion at
 grpo.max_num_steps), metrics from TensorBoard or from the driver log, a job submitted by hand and adopted, a
-resume from the best checkpoint, and a Ray bring-up failure read from ray.sub's ENDED marker.
+resume from the best checkpoint, a Ray bring-up failure read from ray.sub's ENDED marker, and a failed
+first head start left to ray.sub's own retry.
 
 The driver is tests/support/nemo_rl_standin.py (NeMo RL's files and lines, no model) joining the real Ray
 cluster ray.sub starts. The pyxis stand-in takes the container options; nothing is containerised.
@@ -235,6 +236,37 @@ def test_ray_bring_up_failure_is_read_from_ended(sup: DaemonProcess, script: Pat
     [d] = [d for d in status["decisions"] if d["rule"] == "ray-startup-failed"]
     assert "ENDED" in d["reason"], d
     assert not (tmp_path / "no-ray" / "record.jsonl").exists()  # the driver never ran
+
+
+@BOTH
+def test_a_head_start_that_fails_once_is_left_to_ray_subs_own_retry(
+    sup: DaemonProcess, script: Path, tmp_path: Path
+) -> None:
+    """ray.sub tries `ray start --head` up to 3 times. A `ray` first on the job's PATH fails the first head
+    start with Ray's GCS error; ray.sub retries, the second start comes up: the job is not cancelled (no
+    resubmission of a job that was about to work) and the run completes as its only attempt."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ray").write_text(
+        f"#!/bin/bash\nonce={tmp_path / 'failed-once'}\n"
+        'if [[ $1 == start && " $* " == *" --head "* ]] && mkdir "$once" 2>/dev/null; then\n'
+        '  echo "ConnectionError: Failed to connect to GCS at address 127.0.0.1:1200 within 5 seconds." >&2\n'
+        "  exit 1\n"
+        "fi\n"
+        f'exec {VENV_BIN / "ray"} "$@"\n'
+    )
+    (bin_dir / "ray").chmod(0o755)
+    logs = tmp_path / "retried" / "slurm-logs"
+    command = driver(tmp_path, "retried", "--ray", "--steps", "2")
+    env = {"PATH": f"{bin_dir}:{VENV_BIN}:{os.environ['PATH']}"}
+    run = sup.submit(nemo_spec(tmp_path, "retried", script, command, f"log_dir: {logs}", env=env))
+    final = sup.wait_state(run, FINAL, timeout=240)
+    status = sup.status(run)
+    assert final["state"] == "COMPLETED", status
+    assert len(status["attempt_list"]) == 1 and acted(status) == ["run-completed"], status
+    [head_log] = logs.glob("*-logs/ray-head.log")
+    text = head_log.read_text()
+    assert "Failed to connect to GCS" in text and "Head node failed 1/3 times" in text  # it did retry
 
 
 @BOTH

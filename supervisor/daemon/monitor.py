@@ -36,7 +36,16 @@ from supervisor.domain.overrides import resume_step
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow
 from supervisor.domain.spec import JobSpec
 from supervisor.domain.trainer_files import EXP_DIR_RE, METRICS_FILE, STATUS_FILE, TENSORBOARD_DIR
-from supervisor.rules.engine import Match, MatcherState, RuleSet, feed, load_ruleset, note_files, scan_lines
+from supervisor.rules.engine import (
+    Match,
+    MatcherState,
+    RuleSet,
+    feed,
+    load_ruleset,
+    note_files,
+    scan_lines,
+    spec_ruleset,
+)
 from supervisor.rules.rhythm import Rhythm
 from supervisor.service.watchdog import HeartbeatRegistry
 from supervisor.settings import Settings, WatchSettings
@@ -211,9 +220,7 @@ class Monitor:
         key = (tuple(str(p) for p in spec.rules.files), spec.rules.use_default, tuple(spec.rules.disable))
         rs = self._rulesets.get(key)
         if rs is None:
-            rs = load_ruleset(
-                spec.rules.files, use_default=spec.rules.use_default, disable=spec.rules.disable
-            )
+            rs = spec_ruleset(spec)
             self._rulesets[key] = rs
         return rs
 

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
+from supervisor.domain.spec import JobSpec
 from supervisor.rules.compiled import (
     CompiledLog,
     CompiledRule,
@@ -25,6 +29,15 @@ from supervisor.rules.matcher import (
 from supervisor.rules.state import Evidence, Match, MatcherState, find_node, normalise_signature
 from supervisor.rules.stepd import stepd_state
 
+
+def spec_ruleset(spec: JobSpec, extra: Sequence[Path] = ()) -> RuleSet:
+    """The rules a run of this spec is watched with: the defaults (unless `rules.use_default: false`), the
+    spec's `rules.files`, then `extra` files (`shepherd rules test --rules`), minus `rules.disable`."""
+    return load_ruleset(
+        [*spec.rules.files, *extra], use_default=spec.rules.use_default, disable=spec.rules.disable
+    )
+
+
 __all__ = [
     "TRACEBACK_IDLE_S",
     "CompiledLog",
@@ -46,5 +59,6 @@ __all__ = [
     "plan_gates",
     "scan_lines",
     "scan_text",
+    "spec_ruleset",
     "stepd_state",
 ]

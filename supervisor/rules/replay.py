@@ -32,14 +32,16 @@ def owner(matches: Sequence[Match]) -> str | None:
     return decided[-1].rule if decided else None
 
 
-def replay(rs: RuleSet, path: Path) -> list[Match]:
-    """Everything the rules say about a log file, as if the daemon had tailed it."""
-    st = MatcherState(run_id=path.name)
+def replay(rs: RuleSet, path: Path, source: str | None = None) -> list[Match]:
+    """Everything the rules say about a log file, as if the daemon had tailed it under the name `source`
+    (default: the file's own; rules' `sources` globs are matched against it)."""
+    name = source or path.name
+    st = MatcherState(run_id=name)
     out = []
     line_no = 1
     for chunk in _chunks(path):
         batch = normalise_chunk(chunk, line_no)
-        out += scan_lines(rs, st, batch.texts, path.name, line_no, prefixes=batch.prefixes)
+        out += scan_lines(rs, st, batch.texts, name, line_no, prefixes=batch.prefixes)
         line_no += len(batch.texts)
     return out + flush(rs, st)
 

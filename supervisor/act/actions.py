@@ -27,6 +27,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from supervisor.act.checkpoints import newest_checkpoint_step, resolve_checkpoint, unfinished
 from supervisor.act.curves import run_points
+from supervisor.act.decisive import decisive_lines
 from supervisor.act.forensics import Forensics
 from supervisor.decide import staging
 from supervisor.decide.checkpoints import choose_in_dir
@@ -61,7 +62,8 @@ from supervisor.notify.timeline import render_timeline
 from supervisor.ports import NoticeSink, Scheduler, SlurmControl
 from supervisor.report.read import run_report
 from supervisor.report.text import timeline_title
-from supervisor.rules.engine import Evidence, Match, load_ruleset
+from supervisor.rules.decisive import DecisiveLine
+from supervisor.rules.engine import Evidence, Match, load_ruleset, spec_ruleset
 from supervisor.rules.state import looks_like_ip
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError, SlurmUnavailable
@@ -363,7 +365,8 @@ class Actions:
             self._commit(d.id, f"ignored: run is {run.state.value}", [])
             return
         if d.rule == UNRECOGNISED and "resume" not in d.action.split(","):
-            await self._unrecognised(run, attempt, d.id, d.reason)
+            excerpt = "\n".join(str(x) for x in d.evidence.get("lines") or ()) or None
+            await self._unrecognised(run, attempt, d.id, d.reason, excerpt=excerpt)
             return
         spec = run.spec
         m = self._rebuild_match(run, spec, d)
@@ -376,15 +379,14 @@ class Actions:
     def _rebuild_match(self, run: RunRow, spec: JobSpec, d: DecisionRow) -> Match | None:
         """The match behind a recorded decision: the rule's actions from the run's rules, the rest stored."""
         try:
-            rs = load_ruleset(
-                spec.rules.files, use_default=spec.rules.use_default, disable=spec.rules.disable
-            )
+            rs = spec_ruleset(spec)
         except Exception as exc:
             log.error("the run's rules do not load; using the default rules", run_id=run.id, error=str(exc))
             rs = load_ruleset()
         if d.rule == UNRECOGNISED:  # the resume-once of an end no rule claimed: not a rule of the files
             state = JobState.from_slurm(str(d.evidence.get("state") or "FAILED"))
-            return unrecognised_match(run.id, d.attempt or 0, state, d.reason, d.at)
+            lines = [str(x) for x in d.evidence.get("lines") or ()]
+            return unrecognised_match(run.id, d.attempt or 0, state, d.reason, d.at, lines)
         cr = rs.by_name.get(d.rule)
         if cr is None:
             return None
@@ -738,7 +740,9 @@ class Actions:
             return
         code = f" ({describe_exit(exit_code, signal)})" if exit_code is not None else ""
         reason = f"attempt {attempt.n} ended {state.value}{code} and no rule recognised the failure"
-        resume = self._unrecognised_resume(run, attempt, state, reason)
+        decisive = await self._decisive(run, attempt)
+        lines = [f"{d.where()}: {d.text}" for d in decisive]
+        resume = self._unrecognised_resume(run, attempt, state, reason, lines)
         if resume is not None:
             await self.on_match(run, attempt, resume)
             return
@@ -749,15 +753,30 @@ class Actions:
             action="alert",
             signature=f"unrecognised:{state.value}",
             reason=reason,
-            evidence={"state": state.value, "exit_code": exit_code, "signal": signal},
+            evidence={
+                "state": state.value,
+                "exit_code": exit_code,
+                "signal": signal,
+                "lines": lines,
+                "decisive": [d.as_dict() for d in decisive],
+            },
         )
         if decision_id is None:
             return
         crash_point("after-decision")
-        await self._unrecognised(run, attempt, decision_id, reason)
+        await self._unrecognised(run, attempt, decision_id, reason, excerpt="\n".join(lines) or None)
+
+    async def _decisive(self, run: RunRow, attempt: AttemptRow) -> list[DecisiveLine]:
+        """The decisive lines of the attempt's logs (act/decisive.py), read off the event loop; none when
+        they cannot be read (the decision is taken all the same)."""
+        try:
+            return await anyio.to_thread.run_sync(decisive_lines, self.settings.runs_dir, run, attempt)
+        except Exception:
+            log.exception("could not read the attempt's decisive lines", run_id=run.id, attempt=attempt.n)
+            return []
 
     def _unrecognised_resume(
-        self, run: RunRow, attempt: AttemptRow, state: JobState, reason: str
+        self, run: RunRow, attempt: AttemptRow, state: JobState, reason: str, lines: list[str]
     ) -> Match | None:
         """The resume-once match for an end no rule claimed, when the spec allows it and the attempt saved a
         new checkpoint first (decide/plan.py says when)."""
@@ -773,6 +792,7 @@ class Actions:
             step_before=int(before) if before is not None else None,
             step_after=newest_checkpoint_step(spec, attempt.overrides.get("checkpoint_dir")),
             at=self.clock(),
+            lines=lines,
         )
 
     async def _unrecognised(
@@ -782,12 +802,16 @@ class Actions:
         decision_id: int,
         reason: str,
         outcome: str = "alerted; waiting for a human (`shepherd resume`)",
+        excerpt: str | None = None,
     ) -> None:
-        """Stop and wait for a human: the run FAILED, then the alert and the outcome together."""
+        """Stop and wait for a human: the run FAILED, then the alert (with the logs' decisive lines) and the
+        outcome together."""
         run = self.store.get_run(run.id) or run
         if not run.state.is_final and not run.state.next_attempt_pending:
             self.store.set_run_state(
                 run.id, RunState.FAILED, reason=reason, event=("failed", reason, {}), attempt=attempt.n
             )
-        alert = Notice(run.id, "alert", f"{run.id}: {reason}", level="error", needs_human=True)
+        alert = Notice(
+            run.id, "alert", f"{run.id}: {reason}", level="error", excerpt=excerpt, needs_human=True
+        )
         self._commit(decision_id, outcome, [lambda: self.notify(alert)])

@@ -340,6 +340,10 @@ def _print_detail(d: dict[str, Any]) -> None:
             )
             for line in list(dec["evidence"].get("lines") or [])[-5:]:
                 print(f"      | {str(line)[:160]}")
+            for found in list(dec["evidence"].get("decisive") or [])[:1]:  # an end no rule recognised
+                print(
+                    f"      signature {found.get('signature')}  (`shepherd rules suggest {d['id']}`: a rule)"
+                )
     fx = d.get("forensics")
     if fx:
         print(f"forensics {fx.get('headline', '')}")

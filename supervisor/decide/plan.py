@@ -86,6 +86,7 @@ def unrecognised_resume(
     step_before: int | None,
     step_after: int | None,
     at: float,
+    lines: Sequence[str] = (),
 ) -> Match | None:
     """An end no rule claimed, as a match that resumes once from the latest checkpoint; None: wait for a
     human.
@@ -105,11 +106,14 @@ def unrecognised_resume(
         f"{why}; it saved step_{step_after} first, so resuming once from the latest checkpoint "
         "(worth a rule if it recurs)"
     )
-    return unrecognised_match(run_id, attempt, state, reason, at)
+    return unrecognised_match(run_id, attempt, state, reason, at, lines)
 
 
-def unrecognised_match(run_id: str, attempt: int, state: JobState, reason: str, at: float) -> Match:
-    """The match behind an unrecognised end's resume (also rebuilt from its decision after a crash)."""
+def unrecognised_match(
+    run_id: str, attempt: int, state: JobState, reason: str, at: float, lines: Sequence[str] = ()
+) -> Match:
+    """The match behind an unrecognised end's resume (also rebuilt from its decision after a crash); its
+    evidence lines are the logs' decisive lines (`file:line: text`, act/decisive.py)."""
     return Match(
         rule=UNRECOGNISED,
         run_id=run_id,
@@ -117,7 +121,7 @@ def unrecognised_match(run_id: str, attempt: int, state: JobState, reason: str, 
         priority=0,
         category="failure",
         actions=(Action(resume=ResumeAction()),),
-        evidence=Evidence(source="slurm", state=state.value, at=at),
+        evidence=Evidence(source="slurm", state=state.value, at=at, lines=tuple(lines)),
         signature=f"unrecognised:{state.value}",
         reason=reason,
         max_retries=1,

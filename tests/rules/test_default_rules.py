@@ -19,6 +19,7 @@ from supervisor.rules.engine import (
 )
 from supervisor.rules.model import render_template
 from supervisor.rules.replay import replay_text
+from tests.rules.test_emitter_patterns import NEW_RULES
 
 
 @pytest.fixture(scope="module")
@@ -237,6 +238,8 @@ INFO retrying with the next sample"""
 def test_every_default_rule_is_exercised(rs: RuleSet) -> None:
     covered = set(POSITIVE) | {"rollouts-stalled", "qos-pending", "run-completed", "ray-startup-failed"}
     covered |= {"ended-not-written"}  # its own line comes from the monitor: tests/rules/test_ended_rule.py
+    # the environment's failures, from their emitters: tests/rules/test_emitter_patterns.py
+    covered |= NEW_RULES
     # the RL training-health rules run on metric streams: tests/rules/test_health_rules.py
     covered |= {
         "reward-collapse",

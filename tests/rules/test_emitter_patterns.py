@@ -1,0 +1,283 @@
+"""The default rules recognise what the emitting code prints, in every version we support (issue #29).
+
+Every line here is SYNTHETIC: written from the emitter's format string (named beside it), with the variable
+parts filled in and the prefixes real logs put in front (Ray's `(pid=..., ip=...)`, `[rankN]:`, `host: `,
+timestamps). None is copied from a log; the real-log corpus is tests/data/failure-logs/ (test_corpus.py).
+"""
+
+# ruff: noqa: E501
+# (log lines are long; their shapes matter more than the width)
+
+from __future__ import annotations
+
+import pytest
+
+from supervisor.rules.engine import Match, MatcherState, RuleSet, load_ruleset
+from supervisor.rules.replay import replay_text
+
+# The rules this file introduced; test_default_rules.py's exhaustiveness check counts them as exercised here.
+NEW_RULES = frozenset(
+    {
+        "disk-full",
+        "stale-file-handle",
+        "container-import-transient",
+        "container-import-failed",
+        "port-in-use",
+        "hf-auth",
+        "hf-rate-limit",
+        "config-error",
+        "import-error",
+        "logger-failure",
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def rs() -> RuleSet:
+    return load_ruleset()
+
+
+def decided(rs: RuleSet, log: str, source: str = "ray-driver.log") -> list[Match]:
+    out = replay_text(rs, log, source, MatcherState(run_id="r1", attempt=1))
+    return [m for m in out if not m.followup]
+
+
+def owner(rs: RuleSet, log: str, source: str = "ray-driver.log") -> str | None:
+    """The rule that owns the incident in the end (the last decision, after supersessions)."""
+    ms = decided(rs, log, source)
+    return ms[-1].rule if ms else None
+
+
+FROM_FORMAT_STRINGS: dict[str, list[str]] = {
+    "host-oom": [
+        # ray-project/ray node_manager.cc, hard-wrapped the way terminals and issue threads wrap it: each clause alone
+        "(raylet, ip=10.0.0.4) was running was 237.01GB / 240.00GB (0.987), which exceeds the memory usage threshold of 0.95. Ray killed",
+        "(raylet) this worker (ID: 5e1f09aa) ... Ray killed this worker (ID: 5e1f09aa) because it was the most recently scheduled task; to see more",
+        # Ray 2.x, the aggregated form
+        "ray.exceptions.OutOfMemoryError: 2 worker(s) were killed due to the node running low on memory. Memory on the node (IP: 10.0.0.4) was 110.41GB / 121.63GB (0.907749)",
+        # SchedMD/slurm task_cgroup_memory.c 23.02+, more than one event
+        "slurmstepd: error: Detected 2 oom_kill events in StepId=4242.0. Some of the step tasks have been OOM Killed.",
+        # SchedMD/slurm 21.08-22.05
+        "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.batch. Some of your processes may have been killed by the cgroup out-of-memory handler.",
+        # SchedMD/slurm src/srun/launch.c
+        "srun: error: node07: task 3: Out Of Memory",
+        # torvalds/linux mm/oom_kill.c, before 4.19 and after
+        "[12345.678] Out of memory: Kill process 4242 (python) score 901 or sacrifice child",
+        "[12345.678] Memory cgroup out of memory: Killed process 4242 (ray::DTensorPol) total-vm:12kB",
+        "[12345.678] python invoked oom-killer: gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE), order=0, oom_score_adj=0",
+        # Ray 1.x memory_monitor.py
+        "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node gpu01 is used (237.1 / 240.0 GB).",
+        # CPython
+        "[rank0]: OSError: [Errno 12] Cannot allocate memory",
+    ],
+    "cuda-oom": [
+        # NVIDIA/nccl checks.h CUDACHECK at WARN level (the cuda-oom exclude would drop the WARN line otherwise)
+        "gpu01:4242:4300 [3] NCCL WARN Cuda failure 'out of memory'",
+        "gpu01:4242:4300 [3] transport/p2p.cc:275 NCCL WARN Cuda failure 'out of memory'",
+        # pytorch/pytorch c10 driver check
+        "RuntimeError: CUDA driver error: out of memory",
+        # vllm-project/vllm V0 worker / V1 kv_cache_utils
+        "(VllmWorker rank=0 pid=77) ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+    ],
+    "cuda-hardware-error": [
+        # nvidia-smi / NVML
+        "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error",
+        "Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.  Reboot the system to recover this GPU",
+        "gpu01: No devices were found",
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.",
+        # CUDA runtime error strings through torch's c10 CUDA check
+        "[rank2]: RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
+        "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+        "RuntimeError: CUDA error: system not yet initialized",
+    ],
+    "nccl-error": [
+        # NVIDIA/nccl ncclGetErrorString, through torch's "NCCL error in:" or on their own
+        "[rank1]: torch.distributed.DistStoreError: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+        "RuntimeError: remote process exited or there was a network error, NCCL version 2.21.5",
+        # NVIDIA/nccl WARN lines for failures, without a return code
+        "gpu01:4242:4300 [3] NCCL WARN Message truncated : received 1024 bytes instead of 512",
+        "gpu01:4242:4300 [3] misc/socket.cc:47 NCCL WARN Net : Connection closed by remote peer gpu02<45678>",
+        "gpu01:4242:4300 [3] NCCL WARN Comm 0x55d0a0 is in abort state",
+        # the NCCLCHECK trace, 2.19+ (reason appended)
+        "gpu01:4242:4300 [3] NCCL INFO transport/net.cc:1032 -> 6 (Resource temporarily unavailable)",
+        # pytorch/pytorch ProcessGroupNCCL.cpp 2.2+
+        "[PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception: CUDA error",
+        "[rank3]:[E ProcessGroupNCCL.cpp:1182] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+        # gloo beside NCCL
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.5]:24551",
+    ],
+    "ray-startup-failed": [
+        # ray-project/ray node.py (the driver's ray.init on a node without Ray)
+        "ValueError: Can't find a `node_ip_address.json` file from /tmp/ray/session_2026-01-01_00-00-00_000000_1. for 60 seconds. A ray instance hasn't started. Did you do `ray start` or `ray.init` on this host?",
+        "ConnectionError: Timed out while waiting for GCS to become available.",
+        # rpc_client.h at ray.init
+        "[2026-01-01 00:00:00,000 W 77 77] gcs_rpc_client.h:151: Failed to connect to GCS at address 10.0.0.1:6379 within 5 seconds.",
+    ],
+    "vllm-engine-dead": [
+        "(EngineCore_DP0 pid=265) ERROR 02-27 10:31:24 [multiproc_executor.py:231] Worker proc VllmWorker-0 died unexpectedly, shutting down executor.",
+        "ERROR 02-27 10:31:24 [ray_executor_v2.py:464] RayWorkerProc rank=[3] died unexpectedly, shutting down executor.",
+    ],
+    "node-failure": [
+        "ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 5e1f09aa",
+    ],
+    "segfault": [
+        # pytorch/pytorch torch/distributed/elastic error summary
+        "  traceback : Signal 11 (SIGSEGV) received by PID 4242",
+    ],
+    "bus-error": [
+        "Fatal Python error: Bus error",
+        "  traceback : Signal 7 (SIGBUS) received by PID 4242",
+    ],
+    # ---- the new rules -------------------------------------------------------------------------------------
+    "disk-full": [
+        "OSError: [Errno 28] No space left on device: '/lustre/ckpt/step_40/policy/weights/model.safetensors'",
+        "[rank0]: RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 2240 vs 2136",
+        "RuntimeError: [enforce fail at inline_container.cc:764] . PytorchStreamWriter failed writing file data/12: file write failed",
+        "OSError: [Errno 122] Disk quota exceeded: '/home/u/ckpt/step_40/optimizer.pt'",
+        'safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })',
+        "ray.exceptions.OutOfDiskError: Local disk is full",
+    ],
+    "stale-file-handle": [
+        "OSError: [Errno 116] Stale file handle: '/nfs/ckpt/step_40'",
+        "(DTensorPolicyWorker pid=4411, ip=10.0.0.7) OSError: [Errno 5] Input/output error: '/lustre/data/train.jsonl'",
+    ],
+    "container-import-transient": [
+        # NVIDIA/enroot common::curl reprinted by NVIDIA/pyxis (0.15+)
+        "slurmstepd: error: pyxis: failed to import docker image: nvcr.io/nvidia/nemo-rl:v0.4\nslurmstepd: error: pyxis: printing enroot log file:\nslurmstepd: error: pyxis:     [INFO] Querying registry for permission grant\nslurmstepd: error: pyxis:     [ERROR] URL https://nvcr.io/v2/nvidia/nemo-rl/manifests/v0.4 returned error code: 503 Service Unavailable",
+        "slurmstepd: error: pyxis:     curl: (6) Could not resolve host: nvcr.io",
+    ],
+    "container-import-failed": [
+        "slurmstepd: error: pyxis: failed to import docker image: nvcr.io/nvidia/nemo-rl:v0.4\nslurmstepd: error: pyxis: printing enroot log file:\nslurmstepd: error: pyxis:     [ERROR] URL https://nvcr.io/proxy_auth?scope=repository returned error code: 401 Unauthorized",
+        # pyxis 0.1-0.9
+        "srun: error: pyxis: failed to import docker image",
+        "slurmstepd: error: pyxis: container start failed with error code: 1",
+    ],
+    "port-in-use": [
+        # pytorch/pytorch c10d socket.cpp
+        "[rank0]: torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use). The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).",
+        "OSError: [Errno 98] Address already in use",
+        # ray-project/ray grpc_server.cc
+        "[2026-01-01 00:00:00,000 C 77 77] grpc_server.cc:119: Failed to start the grpc server. The specified port is 20001.",
+    ],
+    "hf-auth": [
+        "huggingface_hub.errors.GatedRepoError: 403 Client Error. (Request ID: Root=1-abc)\n\nCannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.\nAccess to model meta-llama/Llama-3.1-8B is restricted and you are not in the authorized list.",
+        "huggingface_hub.utils._errors.RepositoryNotFoundError: 401 Client Error. (Request ID: Root=1-abc)",
+        "ValueError: Invalid user token.",
+        "OSError: Qwen/Qwen2.5-1.5b-typo is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'",
+    ],
+    "hf-rate-limit": [
+        "huggingface_hub.errors.HfHubHTTPError: \n\n429 Too Many Requests: you have reached your 'resolvers' rate limit.",
+        "requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: https://huggingface.co/api/models/Qwen/Qwen2.5-1.5B",
+    ],
+    "config-error": [
+        "omegaconf.errors.ConfigAttributeError: Key 'lr' is not in struct",
+        "hydra.errors.ConfigCompositionException: Could not override 'policy.lr'.",
+        "omegaconf.errors.MissingMandatoryValue: Missing mandatory value: policy.model_name",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for GRPOConfig",
+    ],
+    "import-error": [
+        "ModuleNotFoundError: No module named 'nemo_rl'",
+        "ImportError: cannot import name 'LLM' from 'vllm' (unknown location)",
+        "ImportError: /opt/venv/lib/python3.12/site-packages/flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
+        "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory",
+        "/lib64/libc.so.6: version `GLIBC_2.34' not found (required by /opt/venv/bin/uv)",
+    ],
+    "logger-failure": [
+        "wandb.errors.errors.CommError: Run initialization has timed out after 90.0 sec. Please try increasing the timeout with the `init_timeout` setting",
+        "wandb: ERROR Run initialization has timed out after 90.0 sec.",
+        "wandb.errors.errors.UsageError: No API key configured. Use `wandb login` to log in.",
+        "wandb.errors.UsageError: api_key not configured (no-tty). call wandb.login(key=[your_api_key])",
+    ],
+}
+
+
+HARMLESS: dict[str, list[str]] = {
+    "nccl-error": [
+        # NVIDIA/nccl net plugin probing, printed on every healthy run without the plugin
+        "gpu01:4242:4300 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory : when loading libnccl-net.so",
+        "gpu01:4242:4300 [0] NCCL WARN NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
+    ],
+    "import-error": [
+        "WARNING: apex not available: ModuleNotFoundError: No module named 'apex', falling back to torch",
+        "transformer_engine is optional: ImportError: cannot import name 'te_checkpoint'",
+    ],
+    "port-in-use": [
+        "INFO: Port 8000 is in use (Address already in use), trying another port",
+    ],
+    "hf-rate-limit": [
+        "WARNING:huggingface_hub.utils._http:HTTP Error 429 thrown while requesting GET https://huggingface.co/api/models/x",
+        "Rate limited. Waiting 12s before retry [Retry 1/5].",
+    ],
+    "logger-failure": [
+        "wandb: Network error (ConnectionError), entering retry loop.",
+        "wandb: Tracking run with wandb version 0.19.1",
+    ],
+    "disk-full": [
+        "checkpoint saved to /lustre/ckpt/step_40 (12.1 GB, 402 GB free)",
+    ],
+    "host-oom": [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("rule", "log"), [(r, log) for r, logs in FROM_FORMAT_STRINGS.items() for log in logs]
+)
+def test_the_emitters_format_is_recognised(rs: RuleSet, rule: str, log: str) -> None:
+    assert owner(rs, log) == rule
+
+
+@pytest.mark.parametrize(("rule", "log"), [(r, log) for r, logs in HARMLESS.items() for log in logs])
+def test_a_harmless_line_near_the_pattern_stays_quiet(rs: RuleSet, rule: str, log: str) -> None:
+    got = owner(rs, log)
+    assert got is None or got != rule, f"{rule} fired on a harmless line"
+    if rule != "host-oom":  # the CUDA OOM line belongs to cuda-oom
+        assert got is None
+
+
+def test_the_root_cause_inside_a_ray_actor_death_owns_it(rs: RuleSet) -> None:
+    log = """ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task, ray::DTensorPolicyWorker.__init__() (pid=4411, ip=10.0.0.7, actor_id=ab)
+  File "/opt/nemo_rl/models/policy/dtensor_policy_worker.py", line 12, in <module>
+    import flash_attn
+ModuleNotFoundError: No module named 'flash_attn'"""
+    assert owner(rs, log) == "import-error"
+
+
+def test_a_dying_collective_after_an_import_error_does_not_resume(rs: RuleSet) -> None:
+    log = (
+        "[rank1]: ModuleNotFoundError: No module named 'nemo_rl.custom_reward'\n"
+        "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=4, OpType=ALLREDUCE) ran for 600054 milliseconds before timing out."
+    )
+    assert owner(rs, log) == "import-error"
+
+
+def test_a_full_disk_owns_the_crash_it_causes(rs: RuleSet) -> None:
+    log = (
+        "[rank0]: OSError: [Errno 28] No space left on device\n"
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task."
+    )
+    assert owner(rs, log) == "disk-full"
+
+
+def test_the_rules_that_need_a_person_never_resume(rs: RuleSet) -> None:
+    by_name = {r.name: r.rule for r in rs.rules}
+    for name in ("disk-full", "hf-auth", "config-error", "import-error", "container-import-failed"):
+        rule = by_name[name]
+        kinds = {k for a in rule.actions for k in ("resume", "give_up", "alert") if getattr(a, k) is not None}
+        assert "resume" not in kinds, name
+        assert not rule.retryable, name
+
+
+def test_a_transient_registry_error_after_pyxis_own_line_supersedes_the_alert(rs: RuleSet) -> None:
+    log = FROM_FORMAT_STRINGS["container-import-transient"][0]
+    ms = decided(rs, log, "slurm-4242.out")
+    assert [m.rule for m in ms] == ["container-import-failed", "container-import-transient"]
+    assert "container-import-failed" in ms[-1].supersedes
+
+
+def test_the_wandb_fix_is_in_the_alert(rs: RuleSet) -> None:
+    rule = next(r.rule for r in rs.rules if r.name == "logger-failure")
+    message = next(a.alert.message for a in rule.actions if a.alert is not None)
+    assert "logger.wandb_enabled=false" in message

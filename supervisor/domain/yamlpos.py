@@ -13,10 +13,11 @@ alias expanded, and alias cycles are refused with the line where the bound was c
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -242,9 +243,37 @@ def validate_located(model: type[M], data: Any, lines: dict[tuple[str | int, ...
             field = ".".join(str(p) for p in loc)
             msg = err["msg"]
             if err["type"] == "extra_forbidden":
-                msg = "unknown key (not allowed here)"
+                msg = "unknown key (not allowed here)" + near_miss(model, loc)
             errors.append(FieldError(file, _nearest_line(lines, loc), field, msg))
         raise YamlDocumentError(errors) from exc
+
+
+def near_miss(model: type[BaseModel], loc: Sequence[str | int]) -> str:
+    """`; did you mean `max_attempts`?` for an unknown key at `loc` close to a field of the model that holds
+    it ("" when none is close, or `loc` leaves the models: a list item, a free-form table)."""
+    parent = _model_at(model, loc[:-1])
+    if parent is None or not loc or not isinstance(loc[-1], str):
+        return ""
+    close = difflib.get_close_matches(loc[-1], list(parent.model_fields), n=1)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+def _model_at(model: type[BaseModel], path: Sequence[str | int]) -> type[BaseModel] | None:
+    for part in path:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        inner = _submodel(field.annotation) if field is not None else None
+        if inner is None:
+            return None
+        model = inner
+    return model
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds (`SlurmSpec`, `ContainerSpec | None`), or None for a scalar, list or table."""
+    for candidate in (annotation, *get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
 
 
 def load_yaml_model(model: type[M], path: Path, text: str | None = None) -> M:

@@ -197,7 +197,7 @@ class NotifySpec(_Strict):
 
 
 class PreflightSpec(_Strict):
-    skip: list[Literal["paths", "shared", "model", "writable", "container", "sbatch", "all"]] = Field(
+    skip: list[Literal["paths", "shared", "model", "writable", "container", "sbatch", "gres", "all"]] = Field(
         default_factory=list,
         description="checks you know better than (`shepherd submit --no-preflight` writes [all])",
     )

@@ -17,7 +17,7 @@ from typing import Literal
 from supervisor.domain.spec import JobSpec
 from supervisor.slurm.parse import SlurmNode
 
-CHECKS = ("paths", "shared", "model", "writable", "container", "sbatch")
+CHECKS = ("paths", "shared", "model", "writable", "container", "sbatch", "gres")
 Kind = Literal["dir", "file", "any"]
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt")
 
@@ -247,6 +247,42 @@ def judge_sbatch(error: str, not_up: Sequence[SlurmNode] = ()) -> Problem:
             field, fix = f, hint
             break
     return Problem(field, f"sbatch --test-only refused the job: {error}", fix)
+
+
+def raysub_gpu_count(gres: str) -> str:
+    """The GPU count NeMo RL's ray.sub reads from a node's GRES (`maybe_gres_arg`: `cut -d'(' -f1 | awk -F:
+    '{print $NF}'`): the last `:` field before any `(`, as text (`gpu:h100:8(S:0-1)` -> `8`)."""
+    return gres.split("(", 1)[0].rsplit(":", 1)[-1].strip()
+
+
+def judge_gres(gpus_per_node: int, nodes: Sequence[SlurmNode]) -> Problem | None:
+    """NeMo RL's ray.sub exits 1 before Ray starts when its partition advertises a `gpu:` GRES whose count is
+    not `GPUS_PER_NODE` (`Error: GPUS_PER_NODE=4 but GRES detected is gpu:8 ...`): refuse that spec before it
+    is queued. `nodes` are the job's partition's; its GPUS_PER_NODE is what shepherd exports for the spec. A
+    partition whose nodes advertise different counts is only a warning (ray.sub's own test then cannot
+    compare, and lets the job go on). v0.6.0 does not cut a socket spec off (`gpu:8(S:0-1)`) and then cannot
+    compare either; the count still disagrees with the nodes, so the spec is refused all the same."""
+    gres = sorted({n.gres for n in nodes if "gpu:" in n.gres})
+    counts = sorted({raysub_gpu_count(g) for g in gres})
+    if not counts:
+        return None  # no gpu GRES: ray.sub runs without --gres
+    shown = ", ".join(gres[:4]) + (", ..." if len(gres) > 4 else "")
+    if len(counts) > 1:
+        return Problem(
+            "slurm.gpus_per_node",
+            f"the partition's nodes advertise different GPU GRES ({shown}): NeMo RL's ray.sub cannot check "
+            f"GPUS_PER_NODE={gpus_per_node} against them",
+            "make sure the nodes the job gets have that many GPUs (or pick a partition of one kind)",
+            blocking=False,
+        )
+    if counts[0] == str(gpus_per_node):
+        return None
+    return Problem(
+        "slurm.gpus_per_node",
+        f"NeMo RL's ray.sub exits 1 at start when GPUS_PER_NODE ({gpus_per_node}) differs from the "
+        f"partition's GRES ({shown}): it claims whole nodes",
+        f"set slurm.gpus_per_node: {counts[0]}",
+    )
 
 
 def warning(field: str, reason: str) -> Problem:

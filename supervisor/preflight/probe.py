@@ -29,6 +29,7 @@ from supervisor.preflight.checks import (
     Problem,
     is_local,
     job_nodes,
+    judge_gres,
     judge_path,
     judge_sbatch,
     needs,
@@ -203,9 +204,24 @@ async def run_preflight(
             problems += judge_path(need, facts, shared_paths, skipped, nodes_here=here)
     if note is not None:
         problems.append(note)
+    if spec.launcher.kind == "nemo-rl" and nodes is not None and "gres" not in skipped:
+        problems += await _gres(spec, nodes, deadline)
     if slurm is not None and "sbatch" not in skipped:
         problems += await _test_only(spec, slurm, deadline, run_dir, nodes)
     return problems
+
+
+async def _gres(spec: JobSpec, source: NodeSource, deadline: float) -> list[Problem]:
+    """NeMo RL's ray.sub refuses a GPUS_PER_NODE that is not its partition's GPU GRES: ask Slurm for the
+    partition's nodes (`scontrol -o show node`, their `Gres=`) and judge it here, before the job queues."""
+    with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+        try:
+            nodes = job_nodes(await source.nodes(), spec.slurm.partition)
+        except SlurmError as exc:
+            return [warning("slurm.gpus_per_node", f"Slurm could not say the nodes' GRES: {exc}")]
+        problem = judge_gres(spec.slurm.gpus_per_node, nodes)
+        return [problem] if problem is not None else []
+    return [warning("slurm.gpus_per_node", "the nodes' GRES not known: the time for preflight ran out")]
 
 
 async def _not_up(spec: JobSpec, source: NodeSource | None, deadline: float) -> list[SlurmNode]:

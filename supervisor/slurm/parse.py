@@ -256,6 +256,7 @@ class SlurmNode:
     hostname: str
     partitions: tuple[str, ...]
     state: str = ""
+    gres: str = ""  # `Gres=` as sinfo's %G prints it (`gpu:4`, `gpu:h100:8(S:0-1)`); "" for (null)
 
 
 def parse_scontrol_nodes(text: str) -> list[SlurmNode]:
@@ -269,7 +270,10 @@ def parse_scontrol_nodes(text: str) -> list[SlurmNode]:
             continue
         parts = tuple(p for p in fields.get("Partitions", "").split(",") if p)
         addr, host = fields.get("NodeAddr") or name, fields.get("NodeHostName") or name
-        out.append(SlurmNode(name, addr, host, parts, fields.get("State", "")))
+        gres = fields.get("Gres", "")
+        out.append(
+            SlurmNode(name, addr, host, parts, fields.get("State", ""), "" if gres == "(null)" else gres)
+        )
     return out
 
 

@@ -238,6 +238,8 @@ INFO retrying with the next sample"""
 def test_every_default_rule_is_exercised(rs: RuleSet) -> None:
     covered = set(POSITIVE) | {"rollouts-stalled", "qos-pending", "run-completed", "ray-startup-failed"}
     covered |= {"ended-not-written"}  # its own line comes from the monitor: tests/rules/test_ended_rule.py
+    # ray.sub's own refusal, as it prints it: tests/rules/test_raysub_gres_rule.py
+    covered |= {"raysub-gres-mismatch"}
     # the environment's failures, from their emitters: tests/rules/test_emitter_patterns.py
     covered |= NEW_RULES
     # the RL training-health rules run on metric streams: tests/rules/test_health_rules.py

@@ -42,18 +42,26 @@ class FileContract:
       output (NeMo RL): the rules read only Slurm's own messages there (`rule_text`). The trace also holds
       what the launcher's probes print while Ray comes up (Ray's `Failed to connect to GCS` warnings from
       `ray status`), which in a driver's log would be a real failure.
+    - `verdicts`: how the launcher's own refusals start in that trace (NeMo RL's `Error: GPUS_PER_NODE=8 but
+      GRES detected is ...`, echoed to stderr): the rules read those lines too.
     """
 
     name: str
     ended: Literal["driver-exited", "bring-up-failed"]
     driver_exit_line: bool
     output_is_trace: bool
+    verdicts: tuple[str, ...] = ()
 
 
 def rule_text(contract: FileContract, is_output: bool, text: str) -> str:
-    """A line as the rules should see it: a launcher trace's non-Slurm lines are blanked (kept as empty lines
-    so line numbers in evidence stay true)."""
-    if is_output and contract.output_is_trace and not SLURM_MESSAGE_RE.match(text):
+    """A line as the rules should see it: a launcher trace's lines other than Slurm's messages and the
+    launcher's own verdicts are blanked (kept as empty lines so line numbers in evidence stay true)."""
+    if (
+        is_output
+        and contract.output_is_trace
+        and not SLURM_MESSAGE_RE.match(text)
+        and not text.startswith(contract.verdicts)
+    ):
         return ""
     return text
 

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from supervisor.slurm.launchers.layout import FileContract
 
-CONTRACT = FileContract(name="nemo-rl", ended="bring-up-failed", driver_exit_line=False, output_is_trace=True)
+# ray.sub's refusals are `echo "Error: ..." >&2` (main and v0.6.0): GPUS_PER_NODE against the GRES, CPUTot,
+# DEDICATED_RAY_HEAD; its set -x trace shows the same text after `+ echo`, which stays blanked.
+CONTRACT = FileContract(
+    name="nemo-rl",
+    ended="bring-up-failed",
+    driver_exit_line=False,
+    output_is_trace=True,
+    verdicts=("Error: ",),
+)
 
 
 def env(command: str, image: str, mounts: list[str], gpus_per_node: int) -> dict[str, str]:

@@ -106,11 +106,13 @@ def rollouts(progress: Mapping[str, Any]) -> Counter | None:
 
 
 def metric(progress: Mapping[str, Any], tag: str) -> tuple[float, int | None] | None:
-    """(value, step) of a tag (Shepherd's name: the monitor stores them so) in the latest metrics row."""
+    """(value, step) of a tag (Shepherd's name: the monitor stores them so): the step its own value was logged
+    at; a snapshot from before `metric_steps` has only the newest row's step, so it shows no step."""
     m = progress.get("metrics")
     if not isinstance(m, Mapping) or not isinstance(m.get(tag), int | float):
         return None
-    step = m.get("step")
+    steps = progress.get("metric_steps")
+    step = steps.get(tag) if isinstance(steps, Mapping) else None
     return float(m[tag]), int(step) if isinstance(step, int | float) else None
 
 

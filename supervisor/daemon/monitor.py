@@ -548,14 +548,18 @@ class Monitor:
 
     @staticmethod
     def _note_metrics(w: AttemptWatch, events: list[MetricEvent]) -> None:
-        """Validation is logged only every few steps: the snapshot keeps the newest value of each metric."""
+        """Validation is logged only every few steps: the snapshot keeps the newest value of each metric, and
+        the step it was logged at (`metric_steps`: a validation value is older than the newest reward)."""
         if not events:
             return
         merged = dict(w.progress.get("metrics") or {})  # type: ignore[call-overload]
+        steps = dict(w.progress.get("metric_steps") or {})  # type: ignore[call-overload]
         for mev in events:
             merged[mev.tag] = mev.value
             merged["step"] = mev.step
+            steps[mev.tag] = mev.step
         w.progress["metrics"] = merged
+        w.progress["metric_steps"] = steps
 
     def read_bars(self, w: AttemptWatch) -> list[Match]:
         """A running tqdm bar redraws with `\r` and never ends its line: read it from the unfinished line."""

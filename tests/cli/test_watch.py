@@ -29,6 +29,8 @@ SNAPSHOT = {
     },
     "bar:Generating rollouts": {"n": 34, "total": 64, "rate": 3.2, "at": 1.0},
     "metrics": {"step": 12, "train:reward": 0.4125, "val:accuracy": 0.55, "train:loss": 1.5},
+    # Validation runs every few steps: its value is older than the newest reward's.
+    "metric_steps": {"train:reward": 12, "val:accuracy": 10, "train:loss": 12},
 }
 
 
@@ -82,7 +84,7 @@ def test_once_prints_one_plain_line_per_active_run(root: Path) -> None:
     a, b = lines
     assert a.startswith("grpo-a  RUNNING  job 101#1")
     assert "step 12/100" in a and "Generating rollouts 34/64" in a
-    assert "reward 0.4125 @12" in a and "val 0.55 @12" in a
+    assert "reward 0.4125 @12" in a and "val 0.55 @10" in a  # each metric with the step it was logged at
     assert "last: " in a and "nccl-error -> resuming from step_10" in a  # the newest acting decision
     assert b.startswith("grpo-b  PENDING") and "pending: Resources" in b and "reward -" in b
 
@@ -136,6 +138,6 @@ def test_status_shows_the_progress_snapshot(root: Path, capsys: pytest.CaptureFi
     assert progress["attempt"] == 1 and progress["metrics"]["train:reward"] == 0.4125
     assert main(["--root", str(root), "status", "grpo-a"]) == 0
     text = capsys.readouterr().out
-    assert "step 12/100 (rollout)" in text and "train:reward 0.4125 @12; val:accuracy 0.55 @12" in text
+    assert "step 12/100 (rollout)" in text and "train:reward 0.4125 @12; val:accuracy 0.55 @10" in text
     assert main(["--root", str(root), "status", "--json", "grpo-b"]) == 0
     assert json.loads(capsys.readouterr().out)["progress"] is None

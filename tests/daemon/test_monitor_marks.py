@@ -146,3 +146,15 @@ def test_rows_the_last_attempt_wrote_as_it_died_are_not_the_new_attempts(tmp_pat
     a.append({"step": 33, "time": a.t0 + 20, "train/loss": 0.5})
     a.monitor.read_trainer(a.w)
     assert a.w.progress["metrics"]["train:loss"] == 0.5  # type: ignore[index]
+
+
+def test_each_metric_keeps_the_step_it_was_logged_at(tmp_path: Path) -> None:
+    """Validation is logged every few steps: its value is shown with its own step, not the newest reward's."""
+    a = Watched(tmp_path)
+    a.append(
+        {"step": 10, "time": a.t0 + 10, "train/reward_mean": 0.4, "val/accuracy": 0.5},
+        {"step": 12, "time": a.t0 + 12, "train/reward_mean": 0.6},
+    )
+    a.monitor.read_trainer(a.w)
+    assert a.w.progress["metric_steps"]["val:accuracy"] == 10  # type: ignore[index]
+    assert a.w.progress["metric_steps"]["train:reward"] == 12  # type: ignore[index]

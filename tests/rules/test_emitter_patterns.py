@@ -212,6 +212,13 @@ HARMLESS: dict[str, list[str]] = {
         "wandb: Network error (ConnectionError), entering retry loop.",
         "wandb: Tracking run with wandb version 0.19.1",
     ],
+    "config-error": [
+        # a server that validates requests with pydantic refuses one and goes on
+        "ERROR 01-01 00:00:00 [serving_chat.py:120] 1 validation error for ChatCompletionRequest",
+    ],
+    "container-import-failed": [
+        "reward server: request returned error code: 404 Not Found",
+    ],
     "disk-full": [
         "checkpoint saved to /lustre/ckpt/step_40 (12.1 GB, 402 GB free)",
     ],

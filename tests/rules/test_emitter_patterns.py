@@ -69,6 +69,8 @@ FROM_FORMAT_STRINGS: dict[str, list[str]] = {
         "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node gpu01 is used (237.1 / 240.0 GB).",
         # CPython
         "[rank0]: OSError: [Errno 12] Cannot allocate memory",
+        # pytorch/pytorch DataLoader signal handling, SIGKILL
+        "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed. ",
     ],
     "cuda-oom": [
         # NVIDIA/nccl checks.h CUDACHECK at WARN level (the cuda-oom exclude would drop the WARN line otherwise)
@@ -103,6 +105,8 @@ FROM_FORMAT_STRINGS: dict[str, list[str]] = {
         # pytorch/pytorch ProcessGroupNCCL.cpp 2.2+
         "[PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception: CUDA error",
         "[rank3]:[E ProcessGroupNCCL.cpp:1182] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+        # c10d TCPStore rendezvous
+        "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 7/8 clients joined.",
         # gloo beside NCCL
         "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.5]:24551",
     ],
@@ -114,6 +118,8 @@ FROM_FORMAT_STRINGS: dict[str, list[str]] = {
         "[2026-01-01 00:00:00,000 W 77 77] gcs_rpc_client.h:151: Failed to connect to GCS at address 10.0.0.1:6379 within 5 seconds.",
     ],
     "vllm-engine-dead": [
+        "(EngineCore_0 pid=2651) ERROR 06-11 11:46:39 [core.py:517] EngineCore encountered a fatal error.",
+        "ERROR 03-21 07:20:45 [core.py:330] EngineCore hit an exception: Traceback (most recent call last):",
         "(EngineCore_DP0 pid=265) ERROR 02-27 10:31:24 [multiproc_executor.py:231] Worker proc VllmWorker-0 died unexpectedly, shutting down executor.",
         "ERROR 02-27 10:31:24 [ray_executor_v2.py:464] RayWorkerProc rank=[3] died unexpectedly, shutting down executor.",
     ],
@@ -121,11 +127,14 @@ FROM_FORMAT_STRINGS: dict[str, list[str]] = {
         "ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 5e1f09aa",
     ],
     "segfault": [
+        # GNU bash's report of a signal-killed command, padded to a column
+        "/var/spool/slurmd/job4242/slurm_script: line 12: 4242 Segmentation fault      (core dumped) python train.py",
         # pytorch/pytorch torch/distributed/elastic error summary
         "  traceback : Signal 11 (SIGSEGV) received by PID 4242",
     ],
     "bus-error": [
         "Fatal Python error: Bus error",
+        "/var/spool/slurmd/job4242/slurm_script: line 12: 4242 Bus error               (core dumped) python train.py",
         "  traceback : Signal 7 (SIGBUS) received by PID 4242",
     ],
     # ---- the new rules -------------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """The run's picture: training reward and validation curves vs step, for Slack and `shepherd plot`.
 
 People judge a GRPO run by two shapes: is the reward climbing, and does validation
-follow. Two panels side by side, one shared step axis each, nothing else; when a rule fired
-on another metric (a NaN loss, a KL blow-up), a third panel shows that curve.
+follow. A reward panel and a validation panel side by side, one step axis each; validation
+metrics of different scales (accuracy 0-1, a mean response length ~110) get a panel each, or
+the small one would be drawn as a flat line; when a rule fired on another metric (a NaN loss,
+a KL blow-up), one more panel shows that curve.
 """
 
 from __future__ import annotations
@@ -43,15 +45,42 @@ def _reward_tag(series: dict[str, list[tuple[int, float]]]) -> str | None:
     return None
 
 
+# Two metrics share an axis while their magnitudes are within this factor of each other.
+SAME_SCALE_FACTOR = 10.0
+
+
+def scale_groups(series: dict[str, list[tuple[int, float]]], tags: Sequence[str]) -> list[list[str]]:
+    """`tags` grouped by scale, each group drawn on its own axis: a tag joins the group of the smallest
+    magnitude (largest |value|) it is within SAME_SCALE_FACTOR of, smallest magnitudes first."""
+
+    def magnitude(tag: str) -> float:
+        return max((abs(v) for _, v in series.get(tag, [])), default=0.0)
+
+    groups: list[tuple[float, list[str]]] = []
+    for tag in sorted(tags, key=lambda t: (magnitude(t), t)):
+        m = magnitude(tag)
+        if groups and m <= max(groups[-1][0], 1e-12) * SAME_SCALE_FACTOR and (m > 0) == (groups[-1][0] > 0):
+            groups[-1][1].append(tag)
+        else:
+            groups.append((m, [tag]))
+    return [sorted(g) for _, g in groups]
+
+
 def render_curves(
     points: Sequence[tuple[str, int, float]], out_png: Path, title: str, focus: str | None = None
 ) -> Path:
-    """Write a PNG (panels: training reward, validation metrics, and `focus` if given) and return its path.
+    """Write a PNG (panels: training reward, validation metrics one panel per scale, and `focus` if given)
+    and return its path.
 
     NaN and inf values of the focus metric are marked on the step axis (they cannot be drawn as a value).
     Thread-safe."""
     with _PYPLOT:
-        return _render(points, Path(out_png), title, focus)
+        plt = pyplot()
+        fig = curves_figure(points, title, focus)
+        try:
+            return _save(fig, Path(out_png))
+        finally:
+            plt.close(fig)
 
 
 def pyplot() -> Any:
@@ -64,20 +93,28 @@ def pyplot() -> Any:
     return plt
 
 
-def _render(points: Sequence[tuple[str, int, float]], out_png: Path, title: str, focus: str | None) -> Path:
+def curves_figure(points: Sequence[tuple[str, int, float]], title: str, focus: str | None = None) -> Any:
+    """The picture as a matplotlib Figure (the caller closes it; hold pyplot_lock() while drawing)."""
     plt = pyplot()
     series = _series(points)
     reward_tag = _reward_tag(series)
     std_tag = TRAIN_REWARD_STD if TRAIN_REWARD_STD in series else None
-    val_tags = sorted(t for t in series if t.startswith("val:"))
+    val_groups = scale_groups(series, [t for t in series if t.startswith("val:")]) or [[]]
 
     show_focus = focus is not None and focus != reward_tag
-    panels = 3 if show_focus else 2
-    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.6), dpi=110, constrained_layout=True)
-    ax_r, ax_v = axes[0], axes[1]
+    panels = 1 + len(val_groups) + (1 if show_focus else 0)
+    cols = panels if panels <= 3 else math.ceil(panels / 2)
+    rows = math.ceil(panels / cols)
+    fig, grid = plt.subplots(
+        rows, cols, figsize=(6 * cols, 4.6 * rows), dpi=110, constrained_layout=True, squeeze=False
+    )
+    axes = list(grid.flat)
+    for spare in axes[panels:]:
+        spare.set_visible(False)
+    ax_r = axes[0]
     if show_focus and focus is not None:
         _focus_panel(
-            axes[2],
+            axes[panels - 1],
             focus,
             series.get(focus, []),
             [s for t, s, v in points if t == focus and not math.isfinite(float(v))],
@@ -117,23 +154,35 @@ def _render(points: Sequence[tuple[str, int, float]], out_png: Path, title: str,
     ax_r.set_ylabel("reward")
     ax_r.grid(True, alpha=0.3)
 
-    if val_tags:
-        for tag in val_tags:
+    colours = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 4)
+    for i, tags in enumerate(val_groups):
+        _validation_panel(axes[1 + i], series, tags, colours, named=len(val_groups) > 1)
+    return fig
+
+
+def _validation_panel(
+    ax: Any, series: dict[str, list[tuple[int, float]]], tags: list[str], colours: Any, *, named: bool
+) -> None:
+    """Validation metrics of one scale (`named`: the panel's title names them, one of several panels); each
+    metric keeps its own colour across panels."""
+    if tags:
+        for tag in tags:
             steps = [s for s, _ in series[tag]]
             vals = [v for _, v in series[tag]]
-            ax_v.plot(steps, vals, marker="o", markersize=3.5, linewidth=1.6, label=tag)
-        ax_v.legend(loc="best", fontsize=9)
+            ax.plot(steps, vals, marker="o", markersize=3.5, linewidth=1.6, label=tag, color=next(colours))
+        ax.legend(loc="best", fontsize=9)
     else:
-        ax_v.text(0.5, 0.5, "no validation yet", ha="center", va="center", transform=ax_v.transAxes)
-    ax_v.set_title("Validation")
-    ax_v.set_xlabel("step")
-    ax_v.set_ylabel("value")
-    ax_v.grid(True, alpha=0.3)
+        ax.text(0.5, 0.5, "no validation yet", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title("Validation" + (f": {', '.join(t.removeprefix('val:') for t in tags)}" if named else ""))
+    ax.set_xlabel("step")
+    ax.set_ylabel(tags[0] if len(tags) == 1 else "value")
+    ax.grid(True, alpha=0.3)
 
+
+def _save(fig: Any, out_png: Path) -> Path:
     out_png.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_png.with_name(out_png.name + ".tmp")
     fig.savefig(tmp, format="png")
-    plt.close(fig)
     tmp.replace(out_png)
     return out_png
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from matplotlib import image as mpimg
 from slack_sdk.web.async_client import AsyncWebClient
 
-from supervisor.notify.plot import _series, render_curves
+from supervisor.notify.plot import _series, curves_figure, pyplot, pyplot_lock, render_curves, scale_groups
 from supervisor.notify.slack.notifier import Notifier, OutboxSender
 from supervisor.notify.slack.transport import WebApiTransport
 from supervisor.testing.slack_standin import SlackStandin
@@ -96,3 +97,34 @@ def test_the_metric_a_rule_fired_on_gets_a_third_panel_with_its_nan_steps_marked
     assert w > 1500  # three panels
     assert colour_fraction(third, FOCUS_RED) > 0.002  # the curve and the NaN marks
     assert colour_fraction(img[:, : 2 * w // 3], FOCUS_RED) < 0.0005  # only in its own panel
+
+
+def lines_by_label(fig: Any) -> dict[str, Any]:
+    """Each drawn curve's axes, by its legend label."""
+    return {ln.get_label(): ax for ax in fig.axes if ax.get_visible() for ln in ax.get_lines()}
+
+
+def test_validation_metrics_of_different_scales_get_an_axis_each() -> None:
+    """Accuracy (0-1) drawn beside a mean length (~110) on one axis is a flat line: each gets its own."""
+    pts = run_points()
+    pts += [("val:avg_length", s, 105.0 + s / 20) for s in range(0, 200, 20)]
+    pts += [("val:reward_mean", s, 0.3 + s / 1000) for s in range(0, 200, 20)]
+    with pyplot_lock():
+        fig = curves_figure(pts, "two scales")
+        try:
+            axis = lines_by_label(fig)
+            assert axis["val:accuracy"] is not axis["val:avg_length"]
+            assert axis["val:accuracy"] is axis["val:reward_mean"]  # one scale: one axis
+            assert axis["train:reward"] not in (axis["val:accuracy"], axis["val:avg_length"])
+            low, high = axis["val:accuracy"].get_ylim()
+            assert -0.1 < low and high < 1.1  # accuracy fills its axis
+            low, high = axis["val:avg_length"].get_ylim()
+            assert 100 < low and high < 120
+            assert len([ax for ax in fig.axes if ax.get_visible()]) == 3
+        finally:
+            pyplot().close(fig)
+
+
+def test_scale_groups_split_at_an_order_of_magnitude() -> None:
+    series = {"a": [(1, 0.8)], "b": [(1, 0.3)], "c": [(1, 110.0)], "d": [(1, 40.0)], "z": [(1, 0.0)]}
+    assert scale_groups(series, ["a", "b", "c", "d", "z"]) == [["z"], ["a", "b"], ["c", "d"]]

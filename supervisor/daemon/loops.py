@@ -26,7 +26,7 @@ from anyio.abc import TaskGroup
 from supervisor.act.actions import Actions
 from supervisor.act.checkpoints import keep_the_choice, newest_checkpoint_step
 from supervisor.daemon.wakeups import Wakeups
-from supervisor.decide.transitions import Transition, transition
+from supervisor.decide.transitions import Transition, slurm_times, transition
 from supervisor.domain.envfiles import PASS_ENV_FILE, EnvFileError, read_secret_env
 from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Notice
@@ -652,6 +652,8 @@ class Daemon:
             attempt = self.store.get_attempt(*key)
             if attempt is None or attempt.exit_code is not None:
                 continue
+            # Settled on squeue's word, the end was stamped with a poll's time: sacct's End replaces it.
+            _, end = slurm_times(obs, started=False, ended=True, now=self.clock())
             self.store.observe_attempt(
                 key[0],
                 key[1],
@@ -660,6 +662,7 @@ class Daemon:
                 nodes=obs.nodes,
                 exit_code=obs.exit_code,
                 exit_signal=obs.signal,
+                ended_at=end,
             )
             msg = (
                 f"attempt {key[1]} exit code recorded: {describe_exit(obs.exit_code, obs.signal)}"
@@ -731,6 +734,8 @@ class Daemon:
                     ended=a.ended,
                     started=a.started,
                     unknown_since=a.unknown_since,
+                    started_at=a.started_at,
+                    ended_at=a.ended_at,
                 )
         if tr.ended:
             crash_point("after-ended")

@@ -10,6 +10,7 @@ from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Notice
 from supervisor.domain.observations import StateEvent
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow, RunState
+from supervisor.slurm.parse import JobObservation, parse_slurm_time
 from supervisor.slurm.reconcile import AttemptUpdate, UpdateKind
 
 NEVER_SUBMITTED_MESSAGE = "Slurm has no job with this tag: sbatch never ran; submitting again"
@@ -30,6 +31,24 @@ class AttemptWrite:
     started: bool = False
     unknown_since: float | None = None
     exit_signal: int | None = None
+    # When the job started and ended by Slurm's own clock (StartTime, EndTime); None: Slurm gave none, the
+    # store falls back to the poll's time and records that it did.
+    started_at: float | None = None
+    ended_at: float | None = None
+
+
+def slurm_times(
+    obs: JobObservation, *, started: bool, ended: bool, now: float
+) -> tuple[float | None, float | None]:
+    """(start, end) of a job that has started / ended, from Slurm's fields; never later than `now` (the
+    controller's clock may run ahead of ours), an end never before the start. squeue's StartTime of a
+    pending job is a forecast: only a started job's counts."""
+    start = parse_slurm_time(obs.start_time) if started else None
+    end = parse_slurm_time(obs.end_time) if ended else None
+    start = min(start, now) if start is not None else None
+    if end is not None:
+        end = max(min(end, now), start) if start is not None else min(end, now)
+    return start, end
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +143,7 @@ def _observed(
     ended = update.kind == UpdateKind.ENDED
     started = obs.state in (JobState.RUNNING, JobState.COMPLETING) or (ended and bool(obs.start_time))
     changed = obs.state.value != attempt.slurm_state or obs.reason != (attempt.reason or "")
+    started_at, ended_at = slurm_times(obs, started=started, ended=ended, now=now)
     write = AttemptWrite(
         "observed",
         slurm_state=obs.state.value,
@@ -134,6 +154,8 @@ def _observed(
         ended=ended,
         started=started,
         unknown_since=update.missing_since,
+        started_at=started_at,
+        ended_at=ended_at,
     )
     run_write: RunWrite | None = None
     notice: Notice | None = None

@@ -98,6 +98,9 @@ class AttemptRow:
     last_seen_at: float | None
     exit_signal: int | None = None  # the signal half of Slurm's ExitCode (0:9 -> 9)
     generation: int | None = None  # the lease generation of the daemon that submitted it
+    # "slurm": started_at is Slurm's StartTime; "poll": when the daemon saw the job running (Slurm gave none).
+    started_from: str | None = None
+    ended_from: str | None = None  # likewise for ended_at (EndTime)
 
     @property
     def overrides(self) -> dict[str, Any]:

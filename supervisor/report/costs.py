@@ -78,6 +78,10 @@ class AttemptFacts:
     rewards: tuple[tuple[float, float], ...] = ()  # (at, reward), for the picture
     failure: Failure | None = None
     kept_step: int | None = None
+    # Where started_at / ended_at came from: "slurm" (StartTime / EndTime), "poll" (when the daemon saw it:
+    # Slurm gave none), None (not known: a store from before this was recorded, or a simulation).
+    started_from: str | None = None
+    ended_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

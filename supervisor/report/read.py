@@ -109,6 +109,8 @@ def attempt_facts(
                 rewards=tuple((s.at, s.reward) for s in steps if s.attempt == a.n and s.reward is not None),
                 failure=failure,
                 kept_step=kept,
+                started_from=a.started_from,
+                ended_from=a.ended_from,
             )
         )
     return out

@@ -92,6 +92,7 @@ def report_json(r: RunReport) -> dict[str, Any]:
                 "attempt": a.n,
                 "started_at": a.started_at,
                 "ended_at": a.ended_at,
+                "times_from": {"start": a.facts.started_from, "end": a.facts.ended_from},
                 "seconds": {p: v for p, v in a.seconds.items() if v},
                 "gpu_hours": {p: v for p, v in a.gpu_hours.items() if v},
                 "segments": [[s.phase, s.start, s.end] for s in a.segments],
@@ -137,6 +138,24 @@ def _failures(c: Cost) -> list[str]:
     return lines
 
 
+def poll_timed(c: Cost) -> list[str]:
+    """Attempts whose start or end is the daemon's poll time because Slurm gave none, as `2 (end)`; the
+    phases around those times may be off by up to a poll interval."""
+    out = []
+    for a in c.attempt_costs:
+        which = [
+            name
+            for name, src, at in (
+                ("start", a.facts.started_from, a.started_at),
+                ("end", a.facts.ended_from, a.ended_at),
+            )
+            if src == "poll" and at is not None
+        ]
+        if which:
+            out.append(f"{a.n} ({' and '.join(which)})")
+    return out
+
+
 def report_lines(r: RunReport) -> list[str]:
     c = r.cost
     head = (
@@ -144,7 +163,13 @@ def report_lines(r: RunReport) -> list[str]:
         f"{c.allocated_gpu_hours:.3f} {r.gpu_unit}-hours allocated ({r.gpus:g} {r.gpu_unit}s), "
         f"goodput {percent(c.goodput)}"
     )
-    return [head, *_table(c, r.gpu_unit), *_failures(c)]
+    polled = poll_timed(c)
+    note = (
+        [f"  times of attempt {', '.join(polled)} are when Shepherd saw the change: Slurm gave none"]
+        if polled
+        else []
+    )
+    return [head, *_table(c, r.gpu_unit), *_failures(c), *note]
 
 
 def reports_text(reports: Sequence[RunReport]) -> str:

@@ -88,6 +88,7 @@ class JobcompReader:
             exit_code=code,
             signal=sig,
             source="sacct",
+            end_time="" if fields.get("EndTime") in (None, "Unknown", "None") else fields["EndTime"],
         )
         self._by_name[obs.name] = obs
         self._by_name.move_to_end(obs.name)

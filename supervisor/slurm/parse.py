@@ -8,6 +8,7 @@ A line we can't read is reported, never guessed at.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 
 from supervisor.domain.jobstate import JobState, slurm_word
@@ -46,10 +47,12 @@ class JobObservation:
     reason: str = ""
     comment: str = ""
     nodes: str = ""
+    # Slurm's own words (`2026-11-23T22:26:51`, local time); squeue's is a forecast while PENDING.
     start_time: str = ""
     exit_code: int | None = None
     signal: int | None = None
     source: str = "squeue"
+    end_time: str = ""  # sacct's End (squeue's output has none)
 
     @property
     def tag(self) -> tuple[str, int] | None:
@@ -147,7 +150,7 @@ def parse_sacct(output: str) -> tuple[list[JobObservation], list[ParseProblem]]:
         extra = len(parts) - len(SACCT_FIELDS)
         job_id, name, state, exit_code = parts[0], parts[1], parts[2], parts[3]
         comment = "|".join(parts[4 : 5 + extra])
-        nodes, start, _end, _elapsed, reason = parts[5 + extra :]
+        nodes, start, end, _elapsed, reason = parts[5 + extra :]
         if "." in job_id:  # job steps: -X should drop them, but be safe
             continue
         code, sig = parse_exit_code(exit_code)
@@ -166,9 +169,22 @@ def parse_sacct(output: str) -> tuple[list[JobObservation], list[ParseProblem]]:
                 exit_code=code,
                 signal=sig,
                 source="sacct",
+                end_time=_blank(end),
             )
         )
     return jobs, problems
+
+
+def parse_slurm_time(text: str) -> float | None:
+    """Slurm's `2026-11-23T22:26:51` (its default format, in the local time zone, which the commands share
+    with this process: TZ passes through jobenv.py) as epoch seconds; None for `Unknown`, `None`, blank."""
+    text = _blank(text)
+    if not text:
+        return None
+    try:
+        return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
+    except (ValueError, OverflowError):
+        return None
 
 
 def parse_sbatch_parsable(output: str) -> str:

@@ -303,14 +303,24 @@ class Store:
             "UPDATE attempts SET slurm_state = ?, reason = ?, nodes = COALESCE(NULLIF(?, ''), nodes),"
             " exit_code = COALESCE(?, exit_code), exit_signal = COALESCE(?, exit_signal),"
             " last_seen_at = ?, unknown_since = ?,"
-            " started_at = CASE WHEN ? AND started_at IS NULL THEN ? ELSE started_at END,"
-            " ended_at = CASE WHEN ? THEN ? ELSE ended_at END,"
+            " started_from = CASE WHEN ? IS NOT NULL THEN 'slurm'"
+            "  WHEN ? AND started_at IS NULL THEN 'poll' ELSE started_from END,"
+            " started_at = CASE WHEN ? IS NOT NULL THEN ?"
+            "  WHEN ? AND started_at IS NULL THEN ? ELSE started_at END,"
+            " ended_from = CASE WHEN ? IS NOT NULL AND (? OR ended_at IS NOT NULL) THEN 'slurm'"
+            "  WHEN ? THEN 'poll' ELSE ended_from END,"
+            " ended_at = CASE WHEN ? IS NOT NULL AND (? OR ended_at IS NOT NULL) THEN ?"
+            "  WHEN ? THEN ? ELSE ended_at END,"
             " state = CASE WHEN ? THEN ? ELSE state END"
             " WHERE run_id = ? AND n = ?",
             (
                 slurm_state,
                 reason,
+        started_at: float | None = None,
+        ended_at: float | None = None,
                 nodes or "",
+        """What a poll saw. `started_at` / `ended_at`: Slurm's StartTime / EndTime, which replace a poll time
+        recorded earlier; without them a start or end is stamped with this poll's time, marked 'poll'."""
                 exit_code,
                 exit_signal,
                 now,
@@ -328,8 +338,18 @@ class Store:
 
     def mark_attempt_unknown(self, run_id: str, n: int, message: str) -> None:
         with self.tx() as db:
+                started_at,
+                started,
+                started_at,
+                started_at,
             db.execute(
                 "UPDATE attempts SET state = ?, reason = ?, ended_at = ? WHERE run_id = ? AND n = ?",
+                ended_at,
+                ended,
+                ended,
+                ended_at,
+                ended,
+                ended_at,
                 (AttemptState.UNKNOWN, message, self.clock(), run_id, n),
             )
             self._event(db, run_id, n, "unknown", message, {})
@@ -584,3 +604,5 @@ def _attempt(r: sqlite3.Row) -> AttemptRow:
         r["exit_signal"],
         r["generation"],
     )
+        r["started_from"],
+        r["ended_from"],

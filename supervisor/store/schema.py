@@ -214,6 +214,13 @@ CREATE INDEX attempt_marks_run ON attempt_marks(run_id, attempt, id);
 # The lease generation of the daemon that wrote an attempt's intent (and put it in the job's tag).
 _ATTEMPT_GENERATION = "ALTER TABLE attempts ADD COLUMN generation INTEGER;"
 
+# Where an attempt's started_at / ended_at came from: 'slurm' (its StartTime / EndTime) or 'poll' (the
+# daemon's clock when it saw the change: Slurm gave none). NULL: before this column, poll times.
+_ATTEMPT_TIMES_FROM = """
+ALTER TABLE attempts ADD COLUMN started_from TEXT;
+ALTER TABLE attempts ADD COLUMN ended_from TEXT;
+"""
+
 # Each entry moves the schema from version i to i+1. Never edit a released entry: append.
 MIGRATIONS: tuple[str, ...] = (
     _CORE_SCHEMA,
@@ -224,4 +231,5 @@ MIGRATIONS: tuple[str, ...] = (
     # The signal half of Slurm's ExitCode (`0:9`): without it a killed job read as "exit 0".
     "ALTER TABLE attempts ADD COLUMN exit_signal INTEGER;",
     _ATTEMPT_GENERATION,
+    _ATTEMPT_TIMES_FROM,
 )

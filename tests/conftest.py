@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.raylock import ray_users
+
 # No SHEPHERD_* setting is given to every test here: a default the whole suite runs with is one no user has,
 # and it hides what users see (preflight refusing a fresh clone's demo did). A test that needs a setting
 # sets it for itself.
@@ -25,3 +27,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         report.longrepr = (
             f"this run requires the real Slurm, Ray, vLLM and FUSE, but the test skipped: {report.longrepr}"
         )
+
+
+@pytest.fixture(autouse=True)
+def _ray_users_take_turns(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Ray tests run beside each other; a `ray_stop` test (NeMo RL's ray.sub) runs alone among them."""
+    exclusive = request.node.get_closest_marker("ray_stop") is not None
+    if not exclusive and request.node.get_closest_marker("ray") is None:
+        yield
+        return
+    with ray_users(exclusive=exclusive):
+        yield

@@ -23,11 +23,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import workers
+
 REPO = Path(__file__).resolve().parents[2]
 _ARGS = shlex.split(os.environ.get("SHEPHERD_DEV_CLUSTER_ARGS", ""))
 if "--slurm" in _ARGS[:-1]:
     os.environ["SHEPHERD_DEV_SLURM"] = _ARGS[_ARGS.index("--slurm") + 1]
 SLURM_VERSION = os.environ.get("SHEPHERD_DEV_SLURM", "22.05")
+# Under pytest-xdist each worker past the first gets its own session cluster (tests/support/workers.py): a
+# test that stops slurmctld or floods the queue on one worker never meets another worker's test. Set in
+# os.environ so all this worker starts (scripts/dev-cluster, the demo, nested pytest sessions) finds it too.
+os.environ.update(workers.session_cluster_env(SLURM_VERSION, workers.index()))
 DEV_CLUSTER = REPO / "scripts" / "dev-cluster"
 RAY_SUB = REPO / "supervisor" / "slurm" / "launchers" / "ray.sub"
 VENV_BIN = REPO / ".venv" / "bin"
@@ -141,25 +147,26 @@ def _bring_up(args: tuple[str, ...]) -> SlurmCluster:
 
 
 @pytest.fixture(scope="session")
-def slurm_cluster() -> SlurmCluster:
-    return _bring_up(tuple(_ARGS))
+def slurm_cluster() -> Iterator[SlurmCluster]:
+    own = workers.index() > 0  # a worker's own cluster is stopped at the end; gw0's is scripts/test's
+    was_up = (
+        own and subprocess.run([str(DEV_CLUSTER), "status"], capture_output=True, timeout=120).returncode == 0
+    )
+    cluster = _bring_up(tuple(_ARGS))
+    yield cluster
+    if own and not was_up:
+        subprocess.run([str(DEV_CLUSTER), "down", "--wipe"], capture_output=True, timeout=180)
 
 
 # A private 2-node cluster (own folder, ports, job ids, netns) so the shared one keeps its mode and its jobs.
 # The 22.05 values are the historical ones; another version gets its own, so both can run at once.
-PRIVATE_2NODE_ENV = {
-    "SHEPHERD_DEV_CLUSTER_DIR": "/tmp/shepherd-test-2node-cluster",
-    "SHEPHERD_DEV_PORT": "8817",
-    "SHEPHERD_DEV_FIRST_JOB_ID": "5000",
-    "SHEPHERD_DEV_NET_ID": "1",
-}
-if SLURM_VERSION != "22.05":
-    PRIVATE_2NODE_ENV = {
-        "SHEPHERD_DEV_CLUSTER_DIR": f"/tmp/shepherd-test-2node-cluster-{SLURM_VERSION}",
-        "SHEPHERD_DEV_PORT": "8827",
-        "SHEPHERD_DEV_FIRST_JOB_ID": "5000",
-        "SHEPHERD_DEV_NET_ID": "2",
-    }
+PRIVATE_2NODE_ENV = workers.private_cluster_env(
+    SLURM_VERSION,
+    "2node",
+    port_offset=2000,
+    first_job_id=5000,
+    net_id=workers.base(SLURM_VERSION)["net_id"] + 5,
+)
 
 
 @pytest.fixture(scope="session")
@@ -182,14 +189,14 @@ def ray_env(slurm_cluster: SlurmCluster) -> dict[str, str]:
 def private_env(offset: int) -> dict[str, str]:
     """Folder, ports, job ids and netns id of a private cluster of the session's version, `offset` away from
     the session cluster's own (so sessions that run on other ports keep their private clusters apart too)."""
-    port = int(os.environ.get("SHEPHERD_DEV_PORT") or (6827 if SLURM_VERSION == "24.11" else 6817))
-    net = int(os.environ.get("SHEPHERD_DEV_NET_ID") or (24 if SLURM_VERSION == "24.11" else 0))
-    return {
-        "SHEPHERD_DEV_CLUSTER_DIR": f"/tmp/shepherd-test-private-{SLURM_VERSION}-{port + offset}",
-        "SHEPHERD_DEV_PORT": str(port + offset),
-        "SHEPHERD_DEV_FIRST_JOB_ID": str(70000 + offset),
-        "SHEPHERD_DEV_NET_ID": str((net + offset) % 200 + 30),
-    }
+    net = workers.base(SLURM_VERSION)["net_id"]
+    return workers.private_cluster_env(
+        SLURM_VERSION,
+        "private",
+        port_offset=offset,
+        first_job_id=70000 + offset,
+        net_id=(net + offset) % 200 + 30,
+    )
 
 
 @contextmanager

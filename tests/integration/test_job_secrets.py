@@ -6,9 +6,7 @@ store, the spec copy, the daemon's log, the decision's evidence and the Slack me
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import secrets
 import sqlite3
 import subprocess
@@ -19,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.daemon import REPO, SHEPHERD, DaemonProcess, wait_for
+from tests.support.raylock import ray_users
 from tests.support.standin_thread import StandinThread, slack_env
 
 from .conftest import VENV_BIN, SlurmCluster
@@ -43,8 +42,7 @@ def slack() -> Iterator[StandinThread]:
 
 @pytest.fixture(scope="module")
 def ray_lock() -> Iterator[None]:
-    with open(os.environ.get("SHEPHERD_RAY_LOCK", "/tmp/shepherd-ray.lock"), "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)  # ray.sub's `ray stop` kills every Ray of the user on the machine
+    with ray_users(exclusive=True):  # ray.sub's `ray stop`: no other Ray test runs while its jobs do
         yield
 
 
@@ -180,6 +178,7 @@ def test_through_our_ray_sub_the_job_gets_its_secrets_and_they_reach_no_record(
     assert_no_secret_value_outside_the_job(sup, run, slack)
 
 
+@pytest.mark.ray_stop  # NeMo RL's ray.sub runs `ray stop`
 def test_through_nemo_rls_unmodified_ray_sub_every_srun_step_gets_the_secrets_and_no_token(
     sup: DaemonProcess, slack: StandinThread, tmp_path: Path
 ) -> None:

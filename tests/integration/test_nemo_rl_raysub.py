@@ -9,12 +9,12 @@ first head start left to ray.sub's own retry.
 The driver is tests/support/nemo_rl_standin.py (NeMo RL's files and lines, no model) joining the real Ray
 cluster ray.sub starts. The pyxis stand-in takes the container options; nothing is containerised.
 ray.sub runs `ray stop`, which kills every Ray process of the user on the machine: the module holds
-/tmp/shepherd-ray.lock while its jobs run. What each ray.sub needs from the dev cluster: docs/dev-cluster.md.
+tests/support/raylock.py's lock exclusive while its jobs run. What each ray.sub needs from the dev cluster:
+docs/dev-cluster.md.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shlex
@@ -26,10 +26,12 @@ from typing import Any
 import pytest
 
 from tests.support.daemon import REPO, DaemonProcess, wait_for
+from tests.support.raylock import ray_users
 
 from .conftest import VENV_BIN, SlurmCluster
 
-pytestmark = [pytest.mark.slurm, pytest.mark.ray, pytest.mark.slow]
+# ray_stop: NeMo RL's ray.sub runs `ray stop` and clears /tmp/ray/session_*: alone among Ray tests
+pytestmark = [pytest.mark.slurm, pytest.mark.ray, pytest.mark.ray_stop, pytest.mark.slow]
 
 STANDIN = REPO / "tests" / "support" / "nemo_rl_standin.py"
 SHARED = REPO.parent / "shared" / "third_party" / "nemo-rl"
@@ -42,8 +44,7 @@ TIME = "00:15:00"  # -> the deadline shepherd passes: 15 min - min(10 min, 15 mi
 
 @pytest.fixture(scope="module")
 def ray_lock() -> Iterator[None]:
-    with open(os.environ.get("SHEPHERD_RAY_LOCK", "/tmp/shepherd-ray.lock"), "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)  # another session's ray.sub job may hold it for a few minutes
+    with ray_users(exclusive=True):  # ray.sub's `ray stop`: no other Ray test runs while its jobs do
         yield
 
 

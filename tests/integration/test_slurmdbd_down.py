@@ -17,23 +17,31 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import workers
 from tests.support.daemon import REPO, DaemonProcess, wait_for
 
-from .conftest import cluster_env
+from .conftest import SLURM_VERSION, cluster_env
 
 pytestmark = pytest.mark.slurm
 
 DEV_CLUSTER = REPO / "scripts" / "dev-cluster"
 PLAIN = REPO / "tests" / "support" / "plain.sub"
 FINAL = {"COMPLETED", "FAILED", "GAVE_UP", "CANCELLED", "LOST"}
-# Ports 6917 (slurmctld), 6918 (slurmd), 6919 (slurmdbd), MariaDB 3317; job ids from 70000 (cgroup paths
+# The session cluster's ports + 100 (22.05 on gw0: 6917 slurmctld, 6918 slurmd, 6919 slurmdbd), MariaDB's + 10
+# (3317); job ids from 70000 (cgroup paths
 # slurm_node1/uid_0/job_<id> are shared by every slurmd on the kernel); its own netns id, so `down` never
 # touches another cluster's veth.
 PRIVATE_DBD_ENV = {
-    "SHEPHERD_DEV_PORT": "6917",
-    "SHEPHERD_DEV_DB_PORT": "3317",
-    "SHEPHERD_DEV_FIRST_JOB_ID": "70000",
-    "SHEPHERD_DEV_NET_ID": "3",
+    k: v
+    for k, v in workers.private_cluster_env(
+        SLURM_VERSION,
+        "dbd",
+        port_offset=100,
+        db_port_offset=10,
+        first_job_id=70000,
+        net_id=workers.base(SLURM_VERSION)["net_id"] + 3,
+    ).items()
+    if k != "SHEPHERD_DEV_CLUSTER_DIR"  # a short mkdtemp folder instead: the munge socket path has a limit
 }
 
 

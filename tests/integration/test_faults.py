@@ -75,11 +75,11 @@ def fake_spec(tmp: Path, name: str, kind: str, *extra: str) -> Path:
 
 @pytest.mark.slurm
 def test_the_store_locked_by_another_process_delays_the_daemon_but_loses_nothing(
-    sup: DaemonProcess, tmp_path: Path
+    sup: DaemonProcess, tmp_path: Path, slurm_cluster: Any
 ) -> None:
     """Another process holds the SQLite write lock for a few seconds (under the 10 s busy timeout)."""
     run = sup.submit(fake_spec(tmp_path, "locked", "harmless", "--sleep", "2"))
-    sup.wait_state(run, "RUNNING", timeout=60)
+    job = str(sup.wait_state(run, "RUNNING", timeout=60)["slurm_job_id"])
     db = sup.root / "state" / "shepherd.sqlite3"
     held = threading.Event()
 
@@ -87,7 +87,10 @@ def test_the_store_locked_by_another_process_delays_the_daemon_but_loses_nothing
         con = sqlite3.connect(str(db), isolation_level=None, timeout=10)
         con.execute("BEGIN IMMEDIATE")
         held.set()
-        time.sleep(6)  # the job ends meanwhile: the daemon's writes about it wait for the lock
+        # The job ends meanwhile: the daemon's writes about it wait for the lock (held < the 10 s timeout).
+        ended = time.monotonic() + 8
+        while time.monotonic() < ended and slurm_cluster.job_state(job)[0] in ("", "PENDING", "RUNNING"):
+            time.sleep(0.2)
         con.execute("ROLLBACK")
         con.close()
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +70,9 @@ def test_a_requeued_job_stays_one_attempt_and_its_restart_folder_is_watched(
         wait_for(lambda: "step 1 done" in driver.read_text(), 60, 0.5, "the first run's output")
 
         slurm_cluster.run("scontrol", "requeue", job)
-        time.sleep(3)
+        wait_for(
+            lambda: slurm_cluster.job_state(job)[0] == "PENDING", 60, 0.2, "the requeued job pending again"
+        )
         # Skip the requeue's BeginTime delay (~10 s) where Slurm lets us.
         slurm_cluster.run("scontrol", "update", f"jobid={job}", "StartTime=now", check=False)
 

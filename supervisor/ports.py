@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from supervisor.domain.notices import Notice
@@ -56,7 +57,7 @@ class CheckpointResolver(Protocol):
 class RunControl(Protocol):
     """What people's commands (Slack, CLI) dispatch to; each returns a message for the person who asked."""
 
-    async def resume(self, run: str, checkpoint: str, actor: str) -> str: ...
+    async def resume(self, run: str, checkpoint: str, actor: str, sets: Sequence[str] = ()) -> str: ...
 
     async def cancel(self, run: str, actor: str) -> str: ...
 

@@ -8,19 +8,24 @@ with who asked for it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio.to_thread
 
 from supervisor.act.curves import run_points
 from supervisor.decide.staging import trainer_dir
+from supervisor.domain.changes import SpecChange, apply_changes, clear_fixes
+from supervisor.domain.envfiles import PASS_ENV_FILE, EnvFileError, read_private_env_file
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import RunRow, RunState
+from supervisor.domain.spec import JobSpec
+from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.notify.plot import render_curves
 from supervisor.notify.silences import RULE_PREFIX
 from supervisor.notify.timeline import render_timeline
 from supervisor.ports import CheckpointResolver, ControlError, NoticeSink, SlurmControl
+from supervisor.redact import known_secrets
 from supervisor.report.read import RunReport, run_report
 from supervisor.report.text import slack_summary, timeline_title
 from supervisor.settings import Settings
@@ -37,6 +42,31 @@ def _trainer_dir(run: RunRow, path: str | None) -> str | None:
     """The staged dir `path` lies in, if any: the next attempt must point the trainer there."""
     ck = run.spec.checkpoint
     return trainer_dir(ck.dir, path) if ck is not None else None
+
+
+def run_secrets(run: RunRow) -> tuple[set[str], set[str]]:
+    """The names and values of a run's secret variables (its env files', its pass_env), as far as this
+    process can read them, with every secret it has registered: what no `--set` may name or carry."""
+    spec = run.spec
+    names, values = set(spec.pass_env), set(known_secrets())
+    files = [*spec.env_files, *([Path(run.spec_path).parent / PASS_ENV_FILE] if spec.pass_env else [])]
+    for path in files:
+        try:
+            env = read_private_env_file(path)
+        except (EnvFileError, OSError):  # refused at the next submission, with its reason
+            continue
+        names.update(env)
+        values.update(env.values())
+    return names, values
+
+
+def changed_spec(run: RunRow, sets: Sequence[str], source: str) -> tuple[JobSpec, list[SpecChange]]:
+    """The run's spec with a person's `sets` applied, or a ControlError with every located refusal."""
+    names, values = run_secrets(run)
+    try:
+        return apply_changes(run.spec, sets, source=source, secret_names=names, secret_values=values)
+    except YamlDocumentError as exc:
+        raise ControlError(f"nothing changed, {run.id} not resumed:\n{exc}") from exc
 
 
 def find_run(store: Store, ref: str) -> RunRow:
@@ -154,12 +184,18 @@ class Controller:
         self.on_change()
         return f"released {run.id}"
 
-    async def resume(self, ref: str, checkpoint: str, actor: str) -> str:
+    async def resume(self, ref: str, checkpoint: str, actor: str, sets: Sequence[str] = ()) -> str:
+        """Resubmit from `checkpoint`; `sets` (KEY=VALUE, domain/changes.py) change the run's spec from this
+        attempt on, and drop the rule fixes to the same keys."""
         run = self.find(ref)
         if run.state in (RunState.PENDING, RunState.RUNNING, RunState.SUBMITTING, RunState.QUEUED):
             raise ControlError(f"{run.id} is {run.state.value}; cancel it first or wait for it to end")
-        if run.state == RunState.COMPLETED:
-            raise ControlError(f"{run.id} completed; submit a new run to train further")
+        if run.state == RunState.COMPLETED and not sets:
+            raise ControlError(
+                f"{run.id} completed; submit a new run to train further, or resume it with a change "
+                "(--set command+=grpo.max_num_steps=N)"
+            )
+        new_spec, changes = changed_spec(run, sets, "--set" if actor.startswith("cli:") else "set")
         last = self.store.latest_attempt(run.id)
         lineage = AttemptOverrides.from_dict(last.overrides).checkpoint_dir if last else None
         path, note = self.resolve_checkpoint(
@@ -176,6 +212,16 @@ class Controller:
             pinned=checkpoint != "latest",
             resumed_by=actor,
         )
+        if changes:
+            overrides = clear_fixes(overrides, changes)
+            self.store.set_spec(
+                run.id,
+                new_spec.model_dump_json(),
+                [
+                    ("spec-changed", f"{c.describe()} (set by {actor})", {"actor": actor, **c.to_dict()})
+                    for c in changes
+                ],
+            )
         self.store.set_run_state(
             run.id,
             RunState.BACKOFF,
@@ -192,7 +238,8 @@ class Controller:
         where = (
             f"from {Path(path).name}" if path else "(no checkpoint: the trainer starts or resumes by itself)"
         )
-        return f"resuming {run.id} {where}"
+        changed = f"; changed: {', '.join(c.describe() for c in changes)}" if changes else ""
+        return f"resuming {run.id} {where}{changed}"
 
     async def give_up(self, ref: str, actor: str) -> str:
         run = self.find(ref)
@@ -223,8 +270,8 @@ class DaemonRunControl:
         self.settings = settings
         self.sink = sink
 
-    async def resume(self, run: str, checkpoint: str, actor: str) -> str:
-        return await self.c.resume(run, checkpoint, actor)
+    async def resume(self, run: str, checkpoint: str, actor: str, sets: Sequence[str] = ()) -> str:
+        return await self.c.resume(run, checkpoint, actor, sets)
 
     async def cancel(self, run: str, actor: str) -> str:
         return await self.c.cancel(run, actor)

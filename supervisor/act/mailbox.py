@@ -299,11 +299,21 @@ def handlers(controller: Controller, settings: Settings, slurm: SlurmClient) -> 
         "cancel": lambda r: c.cancel(r.args["run"], r.actor),
         "hold": lambda r: c.hold(r.args["run"], r.actor),
         "release": lambda r: c.release(r.args["run"], r.actor),
-        "resume": lambda r: c.resume(r.args["run"], r.args.get("checkpoint", "latest"), r.actor),
+        "resume": lambda r: c.resume(
+            r.args["run"], r.args.get("checkpoint", "latest"), r.actor, sets=request_sets(r)
+        ),
         "give-up": lambda r: c.give_up(r.args["run"], r.actor),
         "silence": silence,
         "adopt": adopt_job,
     }
+
+
+def request_sets(r: Request) -> list[str]:
+    """A resume's `--set KEY=VALUE` list, carried as one JSON text (a request's args are strings)."""
+    sets: Any = json.loads(r.args.get("sets") or "[]")
+    if not isinstance(sets, list) or not all(isinstance(x, str) for x in sets):
+        raise ValueError("sets must be a JSON list of KEY=VALUE strings")
+    return sets
 
 
 def make_lease(settings: Settings) -> Lease:

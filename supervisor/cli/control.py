@@ -5,13 +5,25 @@ login node must never act beside the daemon, unfenced)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
+from supervisor.act.control import changed_spec
 from supervisor.act.mailbox import ask
-from supervisor.cli.common import EXIT_ERROR, AddCommand, actor, report, settings_of, usage_error
+from supervisor.cli.common import (
+    EXIT_ERROR,
+    AddCommand,
+    actor,
+    open_store,
+    report,
+    run_named,
+    settings_of,
+    usage_error,
+)
 from supervisor.domain.spec import check_spec_files, load_spec
 from supervisor.domain.yamlpos import YamlDocumentError
+from supervisor.ports import ControlError
 from supervisor.rules.model import parse_duration
 
 
@@ -25,6 +37,16 @@ def register(add: AddCommand) -> None:
     r = add("resume", cmd_resume, "resubmit a run from a checkpoint")
     r.add_argument("run")
     r.add_argument("checkpoint", nargs="?", default="latest", help="latest | best | step_N")
+    r.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change the run's spec from this attempt on (repeatable): a field (slurm.time=02:00:00, "
+        "env.NCCL_DEBUG=INFO) or a trainer override (command+=policy.train_micro_batch_size=1; "
+        "command-=KEY drops one)",
+    )
     ad = add("adopt", cmd_adopt, "take over a running job submitted by hand (sbatch ray.sub) as a new run")
     ad.add_argument("job_id")
     ad.add_argument("--spec", required=True, help="the spec to judge it by and resume it with")
@@ -55,7 +77,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
     which = args.checkpoint
     if which not in ("latest", "best") and not (which.startswith("step_") and which[5:].isdigit()):
         return usage_error("checkpoint must be latest, best or step_N")
-    return _ask(args, "resume", run=args.run, checkpoint=which)
+    if not args.sets:
+        return _ask(args, "resume", run=args.run, checkpoint=which)
+    # Checked here first (the store is readable from any login node): a refusal comes back at once, and a
+    # secret refused never travels in a request file.
+    settings = settings_of(args)
+    try:
+        changed_spec(run_named(open_store(settings), args.run), args.sets, "--set")
+    except ControlError as exc:
+        print(f"shepherd: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return _ask(args, "resume", run=args.run, checkpoint=which, sets=json.dumps(args.sets))
 
 
 def cmd_silence(args: argparse.Namespace) -> int:

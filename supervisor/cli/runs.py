@@ -30,6 +30,7 @@ from supervisor.cli.unclaimed import (
     waiting_and_rejected,
 )
 from supervisor.cli.watch import progress_lines
+from supervisor.domain.changes import change_log
 from supervisor.domain.envfiles import EnvFileError
 from supervisor.domain.jobstate import describe_exit
 from supervisor.domain.runs import RunRow
@@ -227,6 +228,7 @@ def _run_detail(store: Store, run: RunRow, settings: Settings | None = None) -> 
     out["events"] = [
         {"at": e.at, "attempt": e.attempt, "kind": e.kind, "message": e.message} for e in store.events(run.id)
     ]
+    out["changes"] = change_log(store.events(run.id), store.attempts(run.id))
     folder = latest_forensics(settings.runs_dir, run.id) if settings is not None else None
     out["forensics"] = _forensics(folder)
     snap = store.load_progress(run.id)  # the monitor's latest progress and metrics snapshot
@@ -344,6 +346,11 @@ def _print_detail(d: dict[str, Any]) -> None:
                 print(
                     f"      signature {found.get('signature')}  (`shepherd rules suggest {d['id']}`: a rule)"
                 )
+    if d.get("changes"):
+        print("changes:")  # a person's --set, and each rule fix an attempt first carried
+        for ch in d["changes"]:
+            on = f"attempt {ch['attempt']}" if ch["attempt"] is not None else "next attempts"
+            print(f"  {_fmt_time(ch['at'])} {ch['by']} ({on}): {ch['what']}")
     fx = d.get("forensics")
     if fx:
         print(f"forensics {fx.get('headline', '')}")

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from supervisor.domain.overrides import AttemptOverrides
+from supervisor.domain.runs import AttemptRow, HistoryEntry
 from supervisor.domain.spec import JobSpec
 from supervisor.domain.yamlpos import FieldError, YamlDocumentError, validate_located
 from supervisor.redact import MIN_SECRET_LEN, is_secret_key
@@ -214,3 +215,33 @@ def clear_fixes(overrides: AttemptOverrides, changes: Sequence[SpecChange]) -> A
             names = _SBATCH_OPTION[c.key]
             sbatch = [a for a in sbatch if a.split("=", 1)[0] not in names]
     return replace(overrides, env=env, sbatch_args=tuple(sbatch), exclude=exclude, mounts=mounts)
+
+
+def change_log(events: Sequence[HistoryEntry], attempts: Sequence[AttemptRow]) -> list[dict[str, Any]]:
+    """Every change to what a run's attempts ran with, oldest first: a person's `--set` (from the history)
+    and each rule fix an attempt first carried (from its recorded overrides), with who made it."""
+    out: list[dict[str, Any]] = [
+        {
+            "at": e.at,
+            "attempt": None,
+            "by": e.data.get("actor", "?"),
+            "what": e.message.rsplit(" (set by ", 1)[0],
+        }
+        for e in events
+        if e.kind == "spec-changed"
+    ]
+    before: set[str] = set()
+    for a in attempts:
+        o = AttemptOverrides.from_dict(a.overrides)
+        fixes = {
+            *(f"env {k}={v}" for k, v in o.env.items()),
+            *o.sbatch_args,
+            *(f"--exclude={n}" for n in o.exclude),
+            *(f"mount {m}" for m in o.mounts),
+        }
+        new = sorted(fixes - before)
+        if new:
+            by = o.resumed_by or f"rule {o.reason.split(':', 1)[0] if o.reason else '?'}"
+            out.append({"at": a.intent_at, "attempt": a.n, "by": by, "what": ", ".join(new)})
+        before = fixes
+    return sorted(out, key=lambda c: c["at"])

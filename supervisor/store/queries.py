@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -184,6 +184,19 @@ class Store:
                 run_id,
             ),
         )
+
+    def set_spec(
+        self, run_id: str, spec_json: str, events: Sequence[tuple[str, str, dict[str, Any]]] = ()
+    ) -> None:
+        """A person's change to a run's spec between attempts (`resume --set`): the next attempts are built
+        from it; `events` say what changed and who changed it."""
+        with self.tx() as db:
+            db.execute(
+                "UPDATE runs SET spec_json = ?, updated_at = ? WHERE id = ?",
+                (spec_json, self.clock(), run_id),
+            )
+            for kind, message, data in events:
+                self._event(db, run_id, None, kind, message, data)
 
     # ---- attempts -----------------------------------------------------------------------------------
     def begin_attempt(

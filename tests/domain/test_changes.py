@@ -1,6 +1,8 @@
 """A person's `--set KEY=VALUE` between attempts: applied to the run's spec, validated like a spec file, and
 never a way in for a secret."""
 
+import json
+
 import pytest
 
 from supervisor.domain.changes import SpecChange, apply_changes, clear_fixes, override_key
@@ -115,3 +117,35 @@ def test_a_slurm_time_stays_text_where_yaml_would_read_a_number() -> None:
     new, _ = apply_changes(SPEC, ["slurm.time=4:00:00", "resume.backoff_s=1e2"])
     assert new.slurm.time == "4:00:00"
     assert new.resume.backoff_s == 100.0
+
+
+def test_the_change_log_shows_a_persons_set_and_a_rules_later_fix_in_order() -> None:
+    from supervisor.domain.changes import change_log
+    from supervisor.domain.runs import AttemptRow, AttemptState, HistoryEntry
+
+    def attempt(n: int, at: float, o: AttemptOverrides) -> AttemptRow:
+        fields = dict.fromkeys(AttemptRow.__dataclass_fields__)
+        fields.update(run_id="r", n=n, tag="t", state=AttemptState.ENDED, intent_at=at)
+        fields.update(overrides_json=json.dumps(o.to_dict()))
+        return AttemptRow(**fields)  # type: ignore[arg-type]
+
+    set_by_alice = HistoryEntry(
+        1,
+        "r",
+        None,
+        15.0,
+        "spec-changed",
+        "env.NCCL_DEBUG: INFO -> WARN (set by cli:alice)",
+        {"actor": "cli:alice"},
+    )
+    attempts = [
+        attempt(1, 0.0, AttemptOverrides()),
+        attempt(2, 10.0, AttemptOverrides(env={"NCCL_DEBUG": "INFO"}, reason="nccl-timeout: x")),
+        attempt(3, 20.0, AttemptOverrides(resumed_by="cli:alice")),
+        attempt(4, 30.0, AttemptOverrides(env={"NCCL_DEBUG": "INFO"}, reason="nccl-timeout: y")),
+    ]
+    assert [(c["by"], c["what"]) for c in change_log([set_by_alice], attempts)] == [
+        ("rule nccl-timeout", "env NCCL_DEBUG=INFO"),
+        ("cli:alice", "env.NCCL_DEBUG: INFO -> WARN"),
+        ("rule nccl-timeout", "env NCCL_DEBUG=INFO"),
+    ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,13 +81,13 @@ class FakeControl:
         if run not in self.runs:
             raise ControlError(f"no run called {run!r}")
 
-    async def resume(self, run: str, checkpoint: str, actor: str) -> str:
+    async def resume(self, run: str, checkpoint: str, actor: str, sets: Sequence[str] = ()) -> str:
         self._known(run)
         if self.gate is not None:
             await self.gate.wait()
         if self.runs[run] == "RUNNING":
             raise ControlError(f"{run} is running; nothing to resume")
-        self.calls.append(("resume", run, checkpoint, actor))
+        self.calls.append(("resume", run, checkpoint, actor, *sets))
         self.runs[run] = "RUNNING"
         return f"Resubmitted {run} from {checkpoint} checkpoint (job 4242)"
 

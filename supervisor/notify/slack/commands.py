@@ -22,12 +22,14 @@ _DURATION_RE = re.compile(r"([0-9]{1,6})([smhd])")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_SILENCE_S = 30 * 86400
 MAX_TEXT = 500
+SET_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,100}[+-]?=\S{0,200}")
 
 
 @dataclass(frozen=True, slots=True)
 class Resume:
     run: str
     checkpoint: str = "latest"
+    sets: tuple[str, ...] = ()  # KEY=VALUE changes to the run's spec (domain/changes.py), checked there
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,8 @@ Parsed = Command | ParseError
 HELP_TEXT = (
     "*Shepherd commands*\n"
     "`/resume <run> [latest|best|step_N]` — resubmit a stopped run from a checkpoint\n"
+    "`/resume <run> [checkpoint] set KEY=VALUE ...` — and change it from that attempt on "
+    "(`slurm.time=02:00:00`, `command+=policy.train_micro_batch_size=1`)\n"
     "`/status [run]` — one run, or all active runs\n"
     "`/cancel <run>` · `/hold <run>` · `/release <run>`\n"
     "`/shepherd silence <run|rule:NAME> <duration>` — e.g. `4h`, `30m`\n"
@@ -154,15 +158,19 @@ def parse_words(verb: str, args: list[str]) -> Parsed:
     if verb in ("help", ""):
         return Help()
     if verb == "resume":
-        if not 1 <= len(args) <= 2:
-            return ParseError("usage: `/resume <run> [latest|best|step_N]`")
-        run = _run(args[0])
+        head, sets = _split_sets(args)
+        if not 1 <= len(head) <= 2 or (sets is not None and not sets):
+            return ParseError("usage: `/resume <run> [latest|best|step_N] [set KEY=VALUE ...]`")
+        run = _run(head[0])
         if isinstance(run, ParseError):
             return run
-        checkpoint = args[1].lower() if len(args) == 2 else "latest"
+        checkpoint = head[1].lower() if len(head) == 2 else "latest"
         if not CHECKPOINT_RE.fullmatch(checkpoint):
             return ParseError("checkpoint must be `latest`, `best` or `step_N` (e.g. `step_1200`)")
-        return Resume(run, checkpoint)
+        bad = [s for s in sets or () if not SET_RE.fullmatch(s)]
+        if bad:
+            return ParseError(f"`{blocks.escape(blocks.clip(bad[0], 60))}`: each change is one KEY=VALUE")
+        return Resume(run, checkpoint, tuple(sets or ()))
     if verb == "status":
         if len(args) > 1:
             return ParseError("usage: `/status [run]`")
@@ -193,6 +201,15 @@ def parse_words(verb: str, args: list[str]) -> Parsed:
             return ParseError("duration like `30m`, `4h` or `1d` (at most 30 days)")
         return Silence(target, seconds)
     return ParseError(f"unknown command `{blocks.escape(blocks.clip(verb, 40))}` — try `/help`")
+
+
+def _split_sets(args: list[str]) -> tuple[list[str], list[str] | None]:
+    """`run [checkpoint] set K=V ...` -> the words before `set`, and those after it (None: no `set`)."""
+    lowered = [a.lower() for a in args]
+    if "set" not in lowered:
+        return args, None
+    at = lowered.index("set")
+    return args[:at], args[at + 1 :]
 
 
 def parse_slash(command: str, text: str) -> Parsed:

@@ -198,8 +198,8 @@ class CommandHandler:
     async def _dispatch(self, cmd: cmds.Command, actor: str) -> str:
         c = self.control
         match cmd:
-            case cmds.Resume(run, checkpoint):
-                return await c.resume(run, checkpoint, actor)
+            case cmds.Resume(run, checkpoint, sets):
+                return await c.resume(run, checkpoint, actor, sets)
             case cmds.Status(run):
                 return await c.status(run)
             case cmds.Cancel(run):

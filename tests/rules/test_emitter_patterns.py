@@ -123,7 +123,11 @@ FROM_FORMAT_STRINGS: dict[str, list[str]] = {
         "(EngineCore_DP0 pid=265) ERROR 02-27 10:31:24 [multiproc_executor.py:231] Worker proc VllmWorker-0 died unexpectedly, shutting down executor.",
         "ERROR 02-27 10:31:24 [ray_executor_v2.py:464] RayWorkerProc rank=[3] died unexpectedly, shutting down executor.",
     ],
+    "ray-actor-died": [
+        "ray.exceptions.WorkerCrashedError: The worker died unexpectedly while executing this task. Check python-core-worker-*.log files for more information.",
+    ],
     "node-failure": [
+        "ray.exceptions.LocalRayletDiedError: The task's local raylet died. Check raylet.out for more information.",
         "ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 5e1f09aa",
     ],
     "segfault": [

@@ -22,6 +22,7 @@ from supervisor.cli.common import (
     run_named,
     settings_of,
 )
+from supervisor.cli.dryrun import print_dry_run
 from supervisor.cli.unclaimed import (
     lease_text,
     print_unclaimed,
@@ -57,6 +58,12 @@ def register(add: AddCommand) -> None:
         action="store_true",
         help="skip the checks of paths and of `sbatch --test-only` (here and at the daemon's intake)",
     )
+    s.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the first attempt's sbatch line, its environment (secret values masked) and COMMAND; "
+        "submit and queue nothing",
+    )
     st = add("status", cmd_status, "show runs, or one run in detail")
     st.add_argument("run", nargs="?")
     st.add_argument("--json", action="store_true")
@@ -82,6 +89,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if problems:
         print("shepherd: invalid spec:\n" + "\n".join(problems), file=sys.stderr)
         return EXIT_ERROR
+    if args.dry_run:
+        return print_dry_run(settings, spec, path, os.environ)
     missing = [n for n in spec.pass_env if n not in os.environ]
     if missing:
         print(

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from supervisor.decide.checkpoints import choose_in_dir, discover, list_checkpoint_dir
-from supervisor.decide.staging import fresh_name, place, staged_root
+from supervisor.decide.staging import Kept, fresh_name, kept_steps, place, staged_root
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import RunRow
 from supervisor.domain.spec import JobSpec
@@ -31,6 +31,17 @@ def newest_checkpoint_step(spec: JobSpec, checkpoint_dir: str | None = None) -> 
     where = Path(checkpoint_dir) if checkpoint_dir else spec.checkpoint.dir
     cps = discover(list_checkpoint_dir(where), spec.checkpoint.metric)
     return max((c.step for c in cps), default=None)
+
+
+def run_checkpoints(spec: JobSpec, lineage: str | None = None) -> list[Kept]:
+    """The steps a run can resume from, in the spec's dir and the dir its last attempt trained in."""
+    if spec.checkpoint is None:
+        return []
+    original = spec.checkpoint.dir
+    line = Path(lineage) if lineage else original
+    dirs = [line] if line == original else [line, original]
+    found = {str(d): discover(list_checkpoint_dir(d), spec.checkpoint.metric) for d in dirs}
+    return kept_steps(found, lineage=str(line), higher_is_better=spec.checkpoint.higher_is_better)
 
 
 def keep_the_choice(
@@ -77,8 +88,13 @@ def resolve_checkpoint(
     ck = spec.checkpoint
     if not Path(ck.dir).is_dir():
         return None, f"the checkpoint dir {ck.dir} is missing (removed?): resuming from scratch"
+    fallback = ""
+    if selector != "latest" and spec.cannot_pick_checkpoint:
+        # A rule's `resume.from`: carried out as far as it can be, saying why not further.
+        fallback = f"{selector} cannot be loaded ({spec.cannot_pick_checkpoint}); "
+        selector = "latest"
     if spec.resume.pass_checkpoint is None and run_id:
-        return stage_or_choose(
+        path, why = stage_or_choose(
             ck.dir,
             selector,
             run_id=run_id,
@@ -89,7 +105,8 @@ def resolve_checkpoint(
             keep_top_k=ck.keep_top_k,
             before_step=before_step,
         )
-    choice, path = choose_in_dir(
+        return path, (fallback if path else "") + why
+    choice, found = choose_in_dir(
         ck.dir,
         selector,
         metric=ck.metric,
@@ -97,7 +114,7 @@ def resolve_checkpoint(
         keep_top_k=ck.keep_top_k,
         before_step=before_step,
     )
-    return (str(path) if path else None), choice.reason
+    return (str(found) if found else None), (fallback if found else "") + choice.reason
 
 
 def resolve_checkpoint_for_run(

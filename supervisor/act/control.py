@@ -13,8 +13,9 @@ from pathlib import Path
 
 import anyio.to_thread
 
+from supervisor.act.checkpoints import run_checkpoints
 from supervisor.act.curves import run_points
-from supervisor.decide.staging import trainer_dir
+from supervisor.decide.staging import describe_kept, trainer_dir
 from supervisor.domain.changes import SpecChange, apply_changes, clear_fixes
 from supervisor.domain.envfiles import PASS_ENV_FILE, EnvFileError, read_private_env_file
 from supervisor.domain.overrides import AttemptOverrides
@@ -67,6 +68,30 @@ def changed_spec(run: RunRow, sets: Sequence[str], source: str) -> tuple[JobSpec
         return apply_changes(run.spec, sets, source=source, secret_names=names, secret_values=values)
     except YamlDocumentError as exc:
         raise ControlError(f"nothing changed, {run.id} not resumed:\n{exc}") from exc
+
+
+def resume_point_refused(run: RunRow, selector: str, lineage: str | None) -> str | None:
+    """Why a person's `resume RUN <selector>` cannot be carried out as asked (None: it can): a step that
+    is not there (the steps that are, with their metric), or a step other than the newest for a trainer
+    that shepherd cannot point at another."""
+    if selector == "latest":
+        return None
+    spec = run.spec
+    if spec.checkpoint is None:
+        return (
+            f"{run.id}'s spec names no checkpoint dir, so shepherd cannot find {selector}; "
+            "`resume` it from latest (the trainer resumes by itself)"
+        )
+    kept = run_checkpoints(spec, lineage)
+    listing = describe_kept(kept, spec.checkpoint.metric)
+    chosen = next((k for k in kept if k.name == selector or (selector == "best" and k.best)), None)
+    if chosen is None and selector != "best":  # best without a ranked step: the resolver says what it took
+        return f"{run.id} has no {selector}; its checkpoints: {listing}"
+    if chosen is None:
+        return None
+    if not chosen.latest and spec.cannot_pick_checkpoint:
+        return f"cannot resume {run.id} from {chosen.name}: {spec.cannot_pick_checkpoint}"
+    return None
 
 
 def find_run(store: Store, ref: str) -> RunRow:
@@ -198,6 +223,9 @@ class Controller:
         new_spec, changes = changed_spec(run, sets, "--set" if actor.startswith("cli:") else "set")
         last = self.store.latest_attempt(run.id)
         lineage = AttemptOverrides.from_dict(last.overrides).checkpoint_dir if last else None
+        refused = resume_point_refused(run, checkpoint, lineage)
+        if refused:
+            raise ControlError(refused)
         path, note = self.resolve_checkpoint(
             run, checkpoint, attempt=(last.n if last else 0) + 1, lineage=lineage
         )

@@ -286,7 +286,7 @@ def handlers(controller: Controller, settings: Settings, slurm: SlurmClient) -> 
     async def adopt_job(r: Request) -> str:
         path = Path(r.args["spec"])
         try:
-            spec = load_spec(path)
+            spec = load_spec(path, base=path.parent)  # the CLI sent the path resolved
         except (YamlDocumentError, OSError) as exc:
             raise ControlError(f"invalid spec:\n{exc}") from exc
         problems = check_spec_files(spec)

@@ -104,7 +104,7 @@ def cmd_adopt(args: argparse.Namespace) -> int:
     so its errors come back at once and point at the file as the user named it."""
     path = Path(args.spec).resolve()
     try:
-        spec = load_spec(path)
+        spec = load_spec(path, base=path.parent, cwd=Path.cwd())
     except (YamlDocumentError, OSError) as exc:
         print(f"shepherd: invalid spec:\n{exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -77,7 +77,7 @@ def _spec_of(path: str | None) -> JobSpec | None:
     if path is None:
         return None
     try:
-        return load_spec(Path(path))
+        return load_spec(Path(path), base=Path(path).resolve().parent, cwd=Path.cwd())
     except (YamlDocumentError, OSError) as exc:
         raise CliError(f"invalid spec:\n{exc}") from exc
 

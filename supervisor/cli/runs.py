@@ -35,7 +35,7 @@ from supervisor.domain.changes import change_log
 from supervisor.domain.envfiles import EnvFileError
 from supervisor.domain.jobstate import describe_exit
 from supervisor.domain.runs import RunRow
-from supervisor.domain.spec import JobSpec, check_spec_files, load_spec
+from supervisor.domain.spec import JobSpec, check_spec_files, load_spec, spec_yaml
 from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.intake.queue import keep_pass_env, new_run_id
 from supervisor.notify.silences import RULE_PREFIX, Silences
@@ -81,7 +81,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     path = Path(args.spec)
     try:
-        spec = load_spec(path)
+        spec = load_spec(path, base=path.resolve().parent, cwd=Path.cwd())
     except (YamlDocumentError, OSError) as exc:
         print(f"shepherd: invalid spec:\n{exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -99,7 +99,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
-    data = path.read_bytes()
+    data = spec_yaml(spec, path.resolve()).encode()  # relative paths made absolute: the queue has no folder
     if args.no_preflight:
         if "preflight" in spec.model_fields_set:
             print(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from supervisor.decide.checkpoints import Checkpoint, candidates
+from supervisor.decide.checkpoints import Checkpoint, candidates, rank
 
 STEP_RE = re.compile(r"step_\d+")
 
@@ -118,3 +118,44 @@ def trainer_dir(original: Path, checkpoint: str | None) -> str | None:
         return None
     parent = Path(checkpoint).parent
     return None if parent == original else str(parent)
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """One step a run can resume from: where it is, its metric, and whether it is the best or the latest."""
+
+    name: str
+    step: int
+    metric: float | None
+    dir: str
+    best: bool = False
+    latest: bool = False
+
+
+def kept_steps(
+    found: Mapping[str, Sequence[Checkpoint]], *, lineage: str, higher_is_better: bool = True
+) -> list[Kept]:
+    """The steps of a run's checkpoint dirs, newest first, each once (the lineage's copy first, as `place`
+    prefers it). `latest` marks the lineage's newest step (what the trainer resumes from by itself), `best`
+    the best metric of them all (ties: the newer step)."""
+    seen: dict[str, Kept] = {}
+    for d in [lineage, *(d for d in found if d != lineage)]:
+        for cp in found.get(d, ()):
+            seen.setdefault(cp.name, Kept(cp.name, cp.step, cp.metric, d))
+    rows = sorted(seen.values(), key=lambda k: -k.step)
+    newest = max((cp.step for cp in found.get(lineage, ())), default=None)
+    ranked = rank([Checkpoint(k.name, k.step, k.metric) for k in rows], higher_is_better)
+    best = ranked[0].name if ranked and ranked[0].metric is not None else None
+    return [Kept(k.name, k.step, k.metric, k.dir, best=k.name == best, latest=k.step == newest) for k in rows]
+
+
+def describe_kept(rows: Sequence[Kept], metric: str | None) -> str:
+    """`step_30 (val:accuracy 0.41, latest), step_10 (val:accuracy 0.53, best)`, or that there are none."""
+    if not rows:
+        return "no complete checkpoint yet"
+    parts = []
+    for k in rows:
+        notes = [f"{metric or 'metric'} {k.metric:g}"] if k.metric is not None else []
+        notes += [w for w, on in (("best", k.best), ("latest", k.latest)) if on]
+        parts.append(f"{k.name} ({', '.join(notes)})" if notes else k.name)
+    return ", ".join(parts)

@@ -8,11 +8,15 @@ that is handed to ``bash -c`` as a single argv element inside the job.
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from supervisor.domain.envfiles import ENV_KEY_RE, EnvFileError, read_private_env_file
 from supervisor.domain.yamlpos import FieldError, YamlDocumentError, load_yaml_model
@@ -27,6 +31,100 @@ RESERVED_SBATCH = ("--job-name", "-J", "--comment", "--output", "-o", "--error",
 MAX_SPEC_BYTES = 256 * 1024
 DEADLINE_AUTO = "auto"
 NEMO_RL_DEADLINE_ARG = "checkpointing.checkpoint_must_save_by={deadline}"
+# NeMo RL resumes from the highest step_N in checkpointing.checkpoint_dir: pointing it at a staged dir is how
+# shepherd makes it start from another step (the default `resume.checkpoint_dir_arg` of the nemo-rl launcher).
+CHECKPOINT_DIR_KEY = "checkpointing.checkpoint_dir="
+LOG_DIR_KEY = "logger.log_dir="
+NEMO_RL_CHECKPOINT_DIR_ARG = CHECKPOINT_DIR_KEY + "{checkpoint_dir}"
+CHECKPOINT_DIR_ENV = "SHEPHERD_CHECKPOINT_DIR"
+# The spec's paths that may be written relative to the spec file's folder (resolved at submission).
+RELATIVE_PATHS = ("log_dir", "trainer_log_dir", "shared_cache_dir", "model_dir")
+RELATIVE_NESTED = (("launcher", "script"), ("checkpoint", "dir"))
+RELATIVE_LISTS = (("rules", "files"), ("", "env_files"))  # "": at the top level
+
+
+def command_value(command: list[str] | str, key: str) -> str | None:
+    """The value of the last `key=value` override in a command (argv or shell string), or None: not there,
+    or a string the shell would expand (a `$VAR`), which only the job knows."""
+    if isinstance(command, str):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return None
+    else:
+        words = list(command)
+    found = [w[len(key) :] for w in words if w.startswith(key)]
+    if not found or (isinstance(command, str) and "$" in found[-1]):
+        return None
+    return found[-1]
+
+
+def _absolute(value: Any, base: Path) -> Any:
+    """`value` joined to `base` when it is a relative path string; anything else as it is."""
+    if isinstance(value, str) and value and not value.startswith(("/", "~")):
+        return os.path.normpath(base / value)
+    return value
+
+
+def resolve_relative(data: Any, base: Path) -> Any:
+    """The raw spec with every relative path of `RELATIVE_*` joined to `base` (the spec file's folder)."""
+    if not isinstance(data, Mapping):
+        return data
+    out = dict(data)
+    for key in RELATIVE_PATHS:
+        if key in out:
+            out[key] = _absolute(out[key], base)
+    for section, key in RELATIVE_NESTED:
+        inner = out.get(section)
+        if isinstance(inner, Mapping) and key in inner:
+            out[section] = {**inner, key: _absolute(inner[key], base)}
+    for section, key in RELATIVE_LISTS:
+        holder = out.get(section) if section else out
+        if isinstance(holder, Mapping) and isinstance(holder.get(key), list):
+            fixed = {**holder, key: [_absolute(v, base) for v in holder[key]]}
+            if section:
+                out[section] = fixed
+            else:
+                out = fixed
+    return out
+
+
+def _spec_base(info: ValidationInfo, data: Mapping[str, Any]) -> Path | None:
+    """Where a spec's relative paths start: the spec file's folder (`shepherd submit`), else, for a file
+    dropped into the queue, its absolute `workdir`; None: relative paths stay and are refused."""
+    ctx = info.context if isinstance(info.context, Mapping) else {}
+    if ctx.get("base") is not None:
+        return Path(ctx["base"])
+    workdir = data.get("workdir")
+    return Path(workdir) if isinstance(workdir, str) and workdir.startswith("/") else None
+
+
+def _job_path(value: str, info: ValidationInfo) -> str | None:
+    """A path from the command as the job sees it: relative ones start in its workdir (None: unknown)."""
+    if value.startswith("/"):
+        return os.path.normpath(value)
+    ctx = info.context if isinstance(info.context, Mapping) else {}
+    cwd = info.data.get("workdir") or ctx.get("cwd")
+    return os.path.normpath(Path(cwd) / value) if cwd is not None and not value.startswith("~") else None
+
+
+def _stated_once(
+    info: ValidationInfo, spec_value: Any, key: str, spec_field: str
+) -> tuple[str | None, str | None]:
+    """(the command's value of `key` as a path, or None; a contradiction with the spec's, or None)."""
+    command = info.data.get("command")
+    if command is None or not info.context:
+        return None, None
+    raw = command_value(command, key)
+    from_command = _job_path(raw, info) if raw else None
+    if from_command is None or spec_value is None:
+        return from_command, None
+    if os.path.normpath(str(spec_value)) != from_command:
+        return from_command, (
+            f"{spec_field} is {spec_value} but the command says {key}{raw}: write it once (leave "
+            f"{spec_field} out and shepherd takes the command's) or make them the same"
+        )
+    return from_command, None
 
 
 def slurm_time_s(value: str) -> int | None:
@@ -168,6 +266,30 @@ class ResumeSpec(_Strict):
         return v
 
 
+def checkpoint_dir_args(launcher: str, resume: ResumeSpec) -> list[str] | None:
+    """How to point the trainer at a staged checkpoint dir: the spec's `resume.checkpoint_dir_arg`, by
+    default NeMo RL's `checkpointing.checkpoint_dir=` with the nemo-rl launcher."""
+    if resume.checkpoint_dir_arg is not None:
+        return list(resume.checkpoint_dir_arg)
+    return [NEMO_RL_CHECKPOINT_DIR_ARG] if launcher == "nemo-rl" else None
+
+
+def cannot_pick(command: list[str] | str, launcher: str, resume: ResumeSpec) -> str | None:
+    """Why shepherd cannot make a trainer resume from a step other than its newest (None: it can): one that
+    resumes by itself from its newest step (no `resume.pass_checkpoint`) that shepherd cannot point at a
+    staged dir (no `resume.checkpoint_dir_arg`, not NeMo RL, no $SHEPHERD_CHECKPOINT_DIR in the command)."""
+    if resume.pass_checkpoint is not None or checkpoint_dir_args(launcher, resume) is not None:
+        return None
+    words = [command] if isinstance(command, str) else command
+    if any(CHECKPOINT_DIR_ENV in w for w in words):
+        return None
+    return (
+        "this trainer resumes from the newest step in its checkpoint dir and shepherd has no way to "
+        "point it at another: set resume.checkpoint_dir_arg (e.g. ['checkpointing.checkpoint_dir="
+        "{checkpoint_dir}']) or resume.pass_checkpoint, or use $SHEPHERD_CHECKPOINT_DIR in the command"
+    )
+
+
 class LauncherSpec(_Strict):
     """The batch script a run's jobs go through, and so the files they write."""
 
@@ -226,7 +348,9 @@ class JobSpec(_Strict):
     )
     trainer_log_dir: Path | None = Field(
         default=None,
-        description="the trainer's logger.log_dir: exp_NNN/{tensorboard,metrics.jsonl}, status.json",
+        description="the trainer's logger.log_dir: exp_NNN/{tensorboard,metrics.jsonl}, status.json; "
+        "default: the command's logger.log_dir=",
+        validate_default=True,
     )
     checkpoint: CheckpointSpec | None = None
     model_dir: Path | None = Field(
@@ -240,6 +364,38 @@ class JobSpec(_Strict):
         default=None,
         description="shared storage for HF_HOME and friends, used by the hf-cache-not-shared fix",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _relative_paths(cls, data: Any, info: ValidationInfo) -> Any:
+        """Relative paths start in the spec file's folder (see `_spec_base`); only at submission."""
+        if not info.context or not isinstance(data, Mapping):
+            return data
+        base = _spec_base(info, data)
+        return resolve_relative(data, base) if base is not None else data
+
+    @field_validator("checkpoint", mode="before")
+    @classmethod
+    def _checkpoint_dir_once(cls, v: Any, info: ValidationInfo) -> Any:
+        """`checkpoint.dir` defaults to the command's `checkpointing.checkpoint_dir=`; both given, they
+        agree."""
+        if not isinstance(v, Mapping):
+            return v
+        from_command, clash = _stated_once(info, v.get("dir"), CHECKPOINT_DIR_KEY, "checkpoint.dir")
+        if clash:
+            raise ValueError(clash)
+        if "dir" not in v and from_command is not None:
+            return {**v, "dir": from_command}
+        return v
+
+    @field_validator("trainer_log_dir", mode="before")
+    @classmethod
+    def _log_dir_once(cls, v: Any, info: ValidationInfo) -> Any:
+        """`trainer_log_dir` defaults to the command's `logger.log_dir=`; both given, they agree."""
+        from_command, clash = _stated_once(info, v, LOG_DIR_KEY, "trainer_log_dir")
+        if clash:
+            raise ValueError(clash)
+        return from_command if v is None else v
 
     @field_validator("name")
     @classmethod
@@ -333,6 +489,28 @@ class JobSpec(_Strict):
             raise ValueError("launcher nemo-rl needs " + "; ".join(missing))
         return self
 
+    @field_validator("resume")
+    @classmethod
+    def _resume_point_reachable(cls, v: ResumeSpec, info: ValidationInfo) -> ResumeSpec:
+        """A `resume.checkpoint` other than latest must be one shepherd can make the trainer load."""
+        launcher = info.data.get("launcher")
+        if not info.context or v.checkpoint == "latest" or "command" not in info.data or launcher is None:
+            return v
+        why = cannot_pick(info.data["command"], launcher.kind, v)
+        if why:
+            raise ValueError(f"resume.checkpoint {v.checkpoint}: {why}")
+        return v
+
+    @property
+    def checkpoint_dir_args(self) -> list[str] | None:
+        """How to point the trainer at a staged checkpoint dir (see `checkpoint_dir_args`)."""
+        return checkpoint_dir_args(self.launcher.kind, self.resume)
+
+    @property
+    def cannot_pick_checkpoint(self) -> str | None:
+        """Why shepherd cannot make this trainer resume from a step other than its newest (None: it can)."""
+        return cannot_pick(self.command, self.launcher.kind, self.resume)
+
     @property
     def deadline_arg_template(self) -> str | None:
         """The deadline override to pass, `auto` resolved by launcher."""
@@ -346,9 +524,15 @@ class JobSpec(_Strict):
         return ["bash", "-c", self.command] if isinstance(self.command, str) else list(self.command)
 
 
-def load_spec(path: Path, text: str | None = None) -> JobSpec:
+def load_spec(
+    path: Path, text: str | None = None, *, base: Path | None = None, cwd: Path | None = None
+) -> JobSpec:
     """Load and validate a spec file (at most `MAX_SPEC_BYTES`); raises `YamlDocumentError` with located
-    errors, OSError when it cannot be read."""
+    errors, OSError when it cannot be read.
+
+    A submission's checks apply: relative paths start in `base` (`shepherd submit`: the spec file's folder;
+    None: the spec's own `workdir`, for a file dropped into the queue), a path written in both the spec and
+    the command must agree, `cwd` is the job's folder when the spec names no workdir."""
     if text is None:
         with path.open("rb") as fh:
             raw = fh.read(MAX_SPEC_BYTES + 1)
@@ -362,7 +546,15 @@ def load_spec(path: Path, text: str | None = None) -> JobSpec:
             raise YamlDocumentError(
                 [FieldError(str(path), None, "", f"not UTF-8 text (byte {exc.start})")]
             ) from exc
-    return load_yaml_model(JobSpec, path, text)
+    return load_yaml_model(JobSpec, path, text, context={"base": base, "cwd": cwd})
+
+
+def spec_yaml(spec: JobSpec, source: Path) -> str:
+    """The spec as the queue keeps it: what the user wrote, with relative paths made absolute and paths taken
+    from the command filled in (so the daemon and later attempts never depend on a working folder)."""
+    data = spec.model_dump(mode="json", exclude_unset=True)
+    head = f"# {source}, as `shepherd submit` read it: relative paths resolved against its folder\n"
+    return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000)
 
 
 def check_spec_files(spec: JobSpec) -> list[str]:

@@ -232,10 +232,17 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], i
     return data, lines
 
 
-def validate_located(model: type[M], data: Any, lines: dict[tuple[str | int, ...], int], file: str) -> M:
-    """Validate `data` as `model`, turning pydantic's errors into located ones."""
+def validate_located(
+    model: type[M],
+    data: Any,
+    lines: dict[tuple[str | int, ...], int],
+    file: str,
+    context: dict[str, Any] | None = None,
+) -> M:
+    """Validate `data` as `model` (`context`: pydantic's validation context), turning pydantic's errors into
+    located ones."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         errors = []
         for err in exc.errors():
@@ -276,7 +283,9 @@ def _submodel(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def load_yaml_model(model: type[M], path: Path, text: str | None = None) -> M:
+def load_yaml_model(
+    model: type[M], path: Path, text: str | None = None, *, context: dict[str, Any] | None = None
+) -> M:
     """Read, parse and validate a YAML file into `model` with located errors."""
     if text is None:
         try:
@@ -284,4 +293,4 @@ def load_yaml_model(model: type[M], path: Path, text: str | None = None) -> M:
         except UnicodeDecodeError as exc:
             raise YamlDocumentError([FieldError(str(path), None, "", f"not UTF-8 text: {exc}")]) from exc
     data, lines = parse_yaml(text, str(path))
-    return validate_located(model, data, lines, str(path))
+    return validate_located(model, data, lines, str(path), context)

@@ -86,10 +86,9 @@ def driver_command(spec: JobSpec, overrides: AttemptOverrides) -> Command:
     extra: list[str] = []
     if overrides.checkpoint and spec.resume.pass_checkpoint:
         extra += [a.replace("{checkpoint}", overrides.checkpoint) for a in spec.resume.pass_checkpoint]
-    if overrides.checkpoint_dir and spec.resume.checkpoint_dir_arg:
-        extra += [
-            a.replace("{checkpoint_dir}", overrides.checkpoint_dir) for a in spec.resume.checkpoint_dir_arg
-        ]
+    dir_args = spec.checkpoint_dir_args
+    if overrides.checkpoint_dir and dir_args:
+        extra += [a.replace("{checkpoint_dir}", overrides.checkpoint_dir) for a in dir_args]
     deadline = save_deadline(spec)
     template = spec.deadline_arg_template
     if deadline is not None and template is not None:

@@ -310,7 +310,11 @@ class Store:
         started: bool = False,
         unknown_since: float | None = None,
         exit_signal: int | None = None,
+        started_at: float | None = None,
+        ended_at: float | None = None,
     ) -> None:
+        """What a poll saw. `started_at` / `ended_at`: Slurm's StartTime / EndTime, which replace a poll time
+        recorded earlier; without them a start or end is stamped with this poll's time, marked 'poll'."""
         now = self.clock()
         self.db.execute(
             "UPDATE attempts SET slurm_state = ?, reason = ?, nodes = COALESCE(NULLIF(?, ''), nodes),"
@@ -329,17 +333,23 @@ class Store:
             (
                 slurm_state,
                 reason,
-        started_at: float | None = None,
-        ended_at: float | None = None,
                 nodes or "",
-        """What a poll saw. `started_at` / `ended_at`: Slurm's StartTime / EndTime, which replace a poll time
-        recorded earlier; without them a start or end is stamped with this poll's time, marked 'poll'."""
                 exit_code,
                 exit_signal,
                 now,
                 unknown_since,
+                started_at,
+                started,
+                started_at,
+                started_at,
                 started,
                 now,
+                ended_at,
+                ended,
+                ended,
+                ended_at,
+                ended,
+                ended_at,
                 ended,
                 now,
                 ended,
@@ -351,18 +361,8 @@ class Store:
 
     def mark_attempt_unknown(self, run_id: str, n: int, message: str) -> None:
         with self.tx() as db:
-                started_at,
-                started,
-                started_at,
-                started_at,
             db.execute(
                 "UPDATE attempts SET state = ?, reason = ?, ended_at = ? WHERE run_id = ? AND n = ?",
-                ended_at,
-                ended,
-                ended,
-                ended_at,
-                ended,
-                ended_at,
                 (AttemptState.UNKNOWN, message, self.clock(), run_id, n),
             )
             self._event(db, run_id, n, "unknown", message, {})
@@ -616,6 +616,6 @@ def _attempt(r: sqlite3.Row) -> AttemptRow:
         r["last_seen_at"],
         r["exit_signal"],
         r["generation"],
-    )
         r["started_from"],
         r["ended_from"],
+    )

@@ -50,6 +50,7 @@ from supervisor.decide.plan import (
     unrecognised_match,
     unrecognised_resume,
 )
+from supervisor.decide.policy import FREE_CATEGORIES
 from supervisor.decide.stacks import StackSummary
 from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Level, Notice
@@ -487,7 +488,7 @@ class Actions:
         stacks: StackSummary | None = None,
     ) -> None:
         """The decision's one message: a resume or give-up speaks for it; else the rule's alert, if any."""
-        steering = [d for d in done if d.kind in ("resumed", "gave_up")]
+        steering = [d for d in done if d.kind in ("resumed", "hop", "gave_up")]
         lead = steering[-1] if steering else next((d for d in done if d.kind), None)
         if lead is None:
             return  # a rule without an alert that only cancelled or held: recorded, nothing to say
@@ -507,7 +508,7 @@ class Actions:
             title,
             text=text,
             level=lead.level,
-            excerpt="\n".join(m.evidence.lines[-20:]) or None,
+            excerpt=None if lead.kind == "hop" else "\n".join(m.evidence.lines[-20:]) or None,
             rule=m.rule,
             needs_human=lead.kind == "gave_up" or lead.level == "error",
             fields=fields,
@@ -573,6 +574,8 @@ class Actions:
             reason = f"{m.rule} at step {plan.before_step}: cannot roll back ({why})"
             return await self._give_up(run, attempt, reason, m)
         exclude = set(prev.exclude)
+        # A time limit or preemption that left a checkpoint to go on from is the chain working, not trouble.
+        planned = m.category in FREE_CATEGORIES and ckpt is not None
         node = m.fault_node if plan.exclude_node else None  # resolved in _carry_out
         if node:
             exclude.add(node)
@@ -586,6 +589,7 @@ class Actions:
             exclude=tuple(sorted(exclude)),
             reason=f"{m.rule}: {m.reason}",
             pinned=plan.before_step is not None or plan.selector != "latest",
+            planned=planned,
         )
         stopped = "" if plan.let_job_finish else await self._stop_job(attempt)
         at = max(plan.at, self.clock())
@@ -603,9 +607,9 @@ class Actions:
         return Done(
             "; ".join(x for x in (stopped, detail) if x),
             said=resumed(ckpt, attempt.n + 1, delay, why),
-            kind="resumed",
-            level="warning",
-            text=f"{detail}. {why}",
+            kind="hop" if planned else "resumed",
+            level="info" if planned else "warning",
+            text="" if planned else f"{detail}. {why}",
             fields={
                 "checkpoint": ckpt or "-",
                 "attempt": str(attempt.n + 1),

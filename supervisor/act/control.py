@@ -19,7 +19,7 @@ from supervisor.decide.staging import describe_kept, trainer_dir
 from supervisor.domain.changes import SpecChange, apply_changes, clear_fixes
 from supervisor.domain.envfiles import PASS_ENV_FILE, EnvFileError, read_private_env_file
 from supervisor.domain.overrides import AttemptOverrides
-from supervisor.domain.runs import RunRow, RunState
+from supervisor.domain.runs import RunRow, RunState, shown_reason
 from supervisor.domain.spec import JobSpec
 from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.notify.plot import render_curves
@@ -326,8 +326,8 @@ class DaemonRunControl:
             parts.append(f"attempt {a.n}, job {a.job_id or '-'} {a.slurm_state or ''}".strip())
             if a.slurm_state == "PENDING" and a.reason:
                 parts.append(f"pending: {a.reason}")
-        if r.final_reason:
-            parts.append(r.final_reason)
+        if shown_reason(r):
+            parts.append(str(shown_reason(r)))
         return "; ".join(parts)
 
     async def silence(self, target: str, seconds: float, actor: str) -> str:

@@ -34,7 +34,7 @@ from supervisor.cli.watch import progress_lines
 from supervisor.domain.changes import change_log
 from supervisor.domain.envfiles import EnvFileError
 from supervisor.domain.jobstate import describe_exit
-from supervisor.domain.runs import RunRow
+from supervisor.domain.runs import RunRow, shown_reason
 from supervisor.domain.spec import JobSpec, check_spec_files, load_spec, spec_yaml
 from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.intake.queue import keep_pass_env, new_run_id
@@ -175,7 +175,7 @@ def _run_summary(store: Store, run: RunRow) -> dict[str, Any]:
         "exit_code": latest.exit_code if latest else None,
         "exit_signal": latest.exit_signal if latest else None,
         "attempts": len(attempts),
-        "reason": run.final_reason,
+        "reason": shown_reason(run),
         "next_action_at": run.next_action_at,
         "created_at": run.created_at,
     }

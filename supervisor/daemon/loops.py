@@ -26,7 +26,7 @@ from anyio.abc import TaskGroup
 from supervisor.act.actions import Actions
 from supervisor.act.checkpoints import keep_the_choice, newest_checkpoint_step
 from supervisor.daemon.wakeups import Wakeups
-from supervisor.decide.transitions import Transition, slurm_times, transition
+from supervisor.decide.transitions import Transition, resubmitted, slurm_times, transition
 from supervisor.domain.envfiles import PASS_ENV_FILE, EnvFileError, read_secret_env
 from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Notice
@@ -501,14 +501,7 @@ class Daemon:
                 )
             )
         else:
-            self.sink.publish(
-                Notice(
-                    run.id,
-                    "submitted",
-                    f"attempt {n} submitted as Slurm job {job_id}",
-                    text=AttemptOverrides.from_dict(run.next_attempt).reason,
-                )
-            )
+            self.sink.publish(resubmitted(run.id, n, job_id, AttemptOverrides.from_dict(run.next_attempt)))
 
     # ---- Slurm polling ----------------------------------------------------------------------------------
     def poll_interval(self) -> float:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Notice
 from supervisor.domain.observations import StateEvent
+from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow, RunState
 from supervisor.slurm.parse import JobObservation, parse_slurm_time
 from supervisor.slurm.reconcile import AttemptUpdate, UpdateKind
@@ -49,6 +50,18 @@ def slurm_times(
     if end is not None:
         end = max(min(end, now), start) if start is not None else min(end, now)
     return start, end
+
+
+def resubmitted(run_id: str, n: int, job_id: str, overrides: AttemptOverrides) -> Notice:
+    """Attempt n (> 1) is in Slurm's queue. The next link of a planned hop is not announced again: the hop's
+    one line in the thread said it (debug: logged, below any thread's level)."""
+    return Notice(
+        run_id,
+        "submitted",
+        f"attempt {n} submitted as Slurm job {job_id}",
+        text=overrides.reason,
+        level="debug" if overrides.planned else "info",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +177,10 @@ def _observed(
             run_write = RunWrite(RunState.PENDING)
         elif obs.state == JobState.RUNNING and run.state != RunState.RUNNING:
             what = f"attempt {n} running on {obs.nodes}"
-            notice = Notice(run.id, "started", what)
+            # The next link of a planned hop is said in the hop's one line, not again when it starts.
+            notice = Notice(
+                run.id, "started", what, level="debug" if attempt.overrides.get("planned") else "info"
+            )
             run_write = RunWrite(RunState.RUNNING, event=("running", what, {"nodes": obs.nodes}))
     if not (changed or ended):
         return Transition(attempt=write, run=run_write, notice=notice)

@@ -28,6 +28,9 @@ class AttemptOverrides:
     # Who resumed it by hand (`shepherd resume`, Slack): the policy counts budgets and streaks afresh from
     # an attempt a person started, or it would give up again at the very next failure (decide/policy.py).
     resumed_by: str | None = None
+    # A planned hop of a chain (saved at its deadline, preempted after a save), not a failure: people are told
+    # in one line, with no incident, and the next attempt's submission and start are not announced.
+    planned: bool = False
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> AttemptOverrides:
@@ -41,6 +44,7 @@ class AttemptOverrides:
             reason=str(d.get("reason") or ""),
             pinned=bool(d.get("pinned", False)),
             resumed_by=d.get("resumed_by"),
+            planned=bool(d.get("planned", False)),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,6 +58,7 @@ class AttemptOverrides:
             "reason": self.reason,
             "pinned": self.pinned,
             "resumed_by": self.resumed_by,
+            "planned": self.planned,
         }
 
 

@@ -130,6 +130,13 @@ class HistoryEntry:
     data: dict[str, Any]
 
 
+def shown_reason(run: RunRow) -> str | None:
+    """The run's reason as shown beside its state: none where it only repeats the state (`COMPLETED —
+    completed`)."""
+    reason = (run.final_reason or "").strip()
+    return reason if reason and reason.lower() != run.state.value.lower() else None
+
+
 # The actions that change a run's course (decide/plan.py's Resume, GiveUp, Cancel, Hold), as recorded.
 STEERING_ACTIONS = frozenset({"resume", "give_up", "cancel", "hold"})
 

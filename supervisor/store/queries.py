@@ -234,6 +234,8 @@ class Store:
                 ),
             )
             self._set_run_state(db, run_id, RunState.SUBMITTING, None, None, {}, None)
+            # A new attempt: why the last one stopped (or who resumed it) is no longer the run's reason.
+            db.execute("UPDATE runs SET final_reason = NULL WHERE id = ?", (run_id,))
         attempt = self.get_attempt(run_id, n)
         assert attempt is not None
         return attempt

@@ -29,6 +29,7 @@ _KIND_EMOJI = {
     "opened": ":sheep:",
     "started": ":arrow_forward:",
     "resumed": ":repeat:",
+    "hop": ":fast_forward:",
     "alert": ":rotating_light:",
     "completed": ":white_check_mark:",
     "gave_up": ":headstone:",

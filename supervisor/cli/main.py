@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from supervisor.cli import checkpoints, control, doctor, plot, report, rules, runs, service, watch
+from supervisor.cli import checkpoints, completion, control, doctor, plot, report, rules, runs, service, watch
 from supervisor.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, Handler
 from supervisor.settings import SettingsError
 
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(func=handler)
         return sp
 
-    for group in (service, runs, checkpoints, control, rules, plot, report, watch, doctor):
+    for group in (service, runs, checkpoints, control, rules, plot, report, watch, doctor, completion):
         group.register(add)
     return p
 

@@ -292,8 +292,8 @@ def handlers(controller: Controller, settings: Settings, slurm: SlurmClient) -> 
         problems = check_spec_files(spec)
         if problems:
             raise ControlError("invalid spec:\n" + "\n".join(f"{path}: {p}" for p in problems))
-        run = await adopt(c.store, slurm, settings, r.args["job_id"], spec, path)
-        return run.id
+        run, notes = await adopt(c.store, slurm, settings, r.args["job_id"], spec, path)
+        return "\n".join([run.id, *notes])  # the run id first: the CLI prints it alone on stdout
 
     return {
         "cancel": lambda r: c.cancel(r.args["run"], r.actor),

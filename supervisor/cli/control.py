@@ -112,4 +112,14 @@ def cmd_adopt(args: argparse.Namespace) -> int:
     if problems:
         print("shepherd: invalid spec:\n" + "\n".join(f"{args.spec}: {p}" for p in problems), file=sys.stderr)
         return EXIT_ERROR
-    return _ask(args, "adopt", job_id=args.job_id, spec=str(path))
+    settings = settings_of(args)
+
+    async def adopt_and_warn() -> str:
+        run_id, *notes = (
+            await ask(settings, "adopt", {"job_id": args.job_id, "spec": str(path)}, actor())
+        ).split("\n")
+        for note in notes:  # stdout stays the run id alone, for scripts
+            print(f"shepherd: warning: {note}", file=sys.stderr)
+        return run_id
+
+    return report(adopt_and_warn)

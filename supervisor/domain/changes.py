@@ -245,3 +245,45 @@ def change_log(events: Sequence[HistoryEntry], attempts: Sequence[AttemptRow]) -
             out.append({"at": a.intent_at, "attempt": a.n, "by": by, "what": ", ".join(new)})
         before = fixes
     return sorted(out, key=lambda c: c["at"])
+
+
+DRIVER_COMMAND_FILE = "driver_command.sh"  # where a launcher records the job's own command (main's ray.sub)
+
+
+def recorded_command(text: str) -> list[str] | None:
+    """The words of the command a launcher recorded (`driver_command.sh`: a shebang, maybe comments, then
+    the command); None when the text is not one shell command line we can split."""
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    try:
+        words = shlex.split(body, comments=True)
+    except ValueError:
+        return None
+    return words or None
+
+
+def _overrides(words: Sequence[str]) -> dict[str, str]:
+    return {k: w for w in words if "=" in w and (k := override_key(w)) is not None}
+
+
+def command_differences(job_words: Sequence[str], spec: JobSpec) -> list[str]:
+    """Where the spec's command differs from what an adopted job runs: each Hydra-style override with another
+    value or only on one side, and the rest of the command line; the overrides shepherd adds itself to every
+    attempt (the save deadline, the checkpoint dir) are not differences."""
+    spec_words = shlex.split(spec.command) if isinstance(spec.command, str) else list(spec.command)
+    own = {
+        k
+        for t in (spec.deadline_arg_template, *(spec.resume.checkpoint_dir_arg or ()))
+        if t and (k := override_key(t)) is not None
+    }
+    ran, wants = _overrides(job_words), _overrides(spec_words)
+    out = []
+    for key in sorted((ran.keys() | wants.keys()) - own):
+        if ran.get(key) != wants.get(key):
+            job = f"`{ran[key]}`" if key in ran else "no " + key
+            spec_has = f"`{wants[key]}`" if key in wants else "none"
+            out.append(f"{key}: the job ran {job}, the spec says {spec_has}")
+    rest_ran = [w for w in job_words if w not in ran.values()]
+    rest_spec = [w for w in spec_words if w not in wants.values()]
+    if rest_ran != rest_spec:
+        out.append(f"command: the job ran `{shlex.join(rest_ran)}`, the spec says `{shlex.join(rest_spec)}`")
+    return out

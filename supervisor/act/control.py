@@ -45,6 +45,17 @@ def _trainer_dir(run: RunRow, path: str | None) -> str | None:
     return trainer_dir(ck.dir, path) if ck is not None else None
 
 
+def on_hold_text(run: RunRow, job: str | None, *, submitted_before: bool) -> str:
+    """What a hold means for this run, in plain words: what is paused, and what `release` would do."""
+    if job:
+        return f"job {job} stays in Slurm's queue without starting; `shepherd release {run.id}` lets it start"
+    if not submitted_before:
+        return f"its first submission waits; `shepherd release {run.id}` submits it"
+    ck = AttemptOverrides.from_dict(run.next_attempt).checkpoint
+    where = f"from {Path(ck).name}" if ck else "(the trainer resumes from its newest checkpoint, if any)"
+    return f"auto-resume is paused; `shepherd release {run.id}` resubmits it {where}"
+
+
 def run_secrets(run: RunRow) -> tuple[set[str], set[str]]:
     """The names and values of a run's secret variables (its env files', its pass_env), as far as this
     process can read them, with every secret it has registered: what no `--set` may name or carry."""
@@ -189,7 +200,8 @@ class Controller:
             event=("held", f"held by {actor}", {"actor": actor, "job_id": job}),
         )
         self.on_change()
-        return f"held {run.id}" + (f" (job {job})" if job else " (its next submission waits)")
+        first = self.store.latest_attempt(run.id) is None
+        return f"held {run.id}: " + on_hold_text(run, job, submitted_before=not first)
 
     async def release(self, ref: str, actor: str) -> str:
         run = self.find(ref)
@@ -271,7 +283,9 @@ class Controller:
 
     async def give_up(self, ref: str, actor: str) -> str:
         run = self.find(ref)
-        if run.state.is_final and run.state != RunState.FAILED:
+        # A rule's give-up still waits for a person: theirs closes it (and its Slack incident).
+        by_rule = run.state == RunState.GAVE_UP and self.store.gave_up_by(run.id) is None
+        if run.state.is_final and run.state != RunState.FAILED and not by_rule:
             raise ControlError(f"{run.id} is already {run.state.value}")
         job = self._live_job(run)
         if job:

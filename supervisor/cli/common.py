@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import pwd
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -59,9 +61,26 @@ def run_named(store: Store, ref: str) -> RunRow:
         raise CliError(str(exc)) from exc
 
 
+def user_name(uid: int) -> str:
+    """The account's name for `uid` (the password database's), or the uid itself where it has none."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
 def actor() -> str:
-    """Who a CLI action is recorded as (in the run's history and Slack thread)."""
-    return f"cli:{os.environ.get('USER') or os.getuid()}"
+    """Who a CLI action is recorded as (in the run's history and Slack thread): the account's name, not $USER
+    (unset under sudo -i, cron and containers, where `cli:0` said nothing)."""
+    return f"cli:{user_name(os.getuid())}"
+
+
+_UID_ACTOR = re.compile(r"\bcli:(\d+)\b")
+
+
+def readable_actors(text: str) -> str:
+    """Texts recorded before actors were names (`requested by cli:0`) name the account instead."""
+    return _UID_ACTOR.sub(lambda m: f"cli:{user_name(int(m.group(1)))}", text)
 
 
 def report(action: Callable[[], Awaitable[str]]) -> int:

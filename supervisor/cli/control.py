@@ -1,6 +1,6 @@
-"""`shepherd cancel`, `hold`, `release`, `resume`, `silence` and `adopt`: a person steering runs, on the same
-code path as Slack's commands, carried out only by the process that holds the root's lease (a CLI on another
-login node must never act beside the daemon, unfenced)."""
+"""`shepherd cancel`, `hold`, `release`, `resume`, `give-up`, `silence` and `adopt`: a person steering runs,
+on the same code path as Slack's commands, carried out only by the process that holds the root's lease (a CLI
+on another login node must never act beside the daemon, unfenced)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ def register(add: AddCommand) -> None:
         ("cancel", cmd_cancel, "cancel a run"),
         ("hold", cmd_hold, "hold a run's pending job"),
         ("release", cmd_release, "release a held run"),
+        ("give-up", cmd_give_up, "stop a run for good and close its incident (Slack's Give up button)"),
     ):
         add(name, fn, h).add_argument("run")
     r = add("resume", cmd_resume, "resubmit a run from a checkpoint")
@@ -71,6 +72,10 @@ def cmd_hold(args: argparse.Namespace) -> int:
 
 def cmd_release(args: argparse.Namespace) -> int:
     return _ask(args, "release", run=args.run)
+
+
+def cmd_give_up(args: argparse.Namespace) -> int:
+    return _ask(args, "give-up", run=args.run)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

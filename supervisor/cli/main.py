@@ -8,7 +8,20 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from supervisor.cli import checkpoints, completion, control, doctor, plot, report, rules, runs, service, watch
+from supervisor.cli import (
+    checkpoints,
+    completion,
+    control,
+    doctor,
+    history,
+    logs,
+    plot,
+    report,
+    rules,
+    runs,
+    service,
+    watch,
+)
 from supervisor.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, Handler
 from supervisor.settings import SettingsError
 
@@ -35,7 +48,20 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(func=handler)
         return sp
 
-    for group in (service, runs, checkpoints, control, rules, plot, report, watch, doctor, completion):
+    for group in (
+        service,
+        runs,
+        checkpoints,
+        logs,
+        history,
+        control,
+        rules,
+        plot,
+        report,
+        watch,
+        doctor,
+        completion,
+    ):
         group.register(add)
     return p
 

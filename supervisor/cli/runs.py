@@ -13,14 +13,17 @@ from typing import Any
 
 import anyio
 
-from supervisor.act.forensics import STACKS_TXT, SUMMARY_JSON, SUMMARY_TXT, latest_forensics
+from supervisor.act.forensics import SUMMARY_JSON, latest_forensics
+from supervisor.cli.attention import Selection, Waiting, parse_since, select, waiting_in
 from supervisor.cli.common import (
     EXIT_ERROR,
     AddCommand,
     CliError,
     open_store,
+    readable_actors,
     run_named,
     settings_of,
+    usage_error,
 )
 from supervisor.cli.dryrun import print_dry_run
 from supervisor.cli.unclaimed import (
@@ -43,8 +46,6 @@ from supervisor.preflight.probe import run_preflight
 from supervisor.rules.loader import spec_rules_problems
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmClient
-from supervisor.slurm.launchers import layout
-from supervisor.slurm.submit import base_log_dir
 from supervisor.store import Store
 
 
@@ -67,14 +68,18 @@ def register(add: AddCommand) -> None:
     st = add("status", cmd_status, "show runs, or one run in detail")
     st.add_argument("run", nargs="?")
     st.add_argument("--json", action="store_true")
-    lg = add("logs", cmd_logs, "print a run's log (driver log of the newest attempt by default)")
-    lg.add_argument("run")
-    lg.add_argument("--follow", "-f", action="store_true")
-    lg.add_argument(
-        "--source",
-        help="part of the file name: head, worker, slurm, driver; or `forensics`: the stacks taken before a "
-        "hang's cancel",
+    st.add_argument(
+        "--active", action="store_true", help="only runs not ended, and ended runs that wait for a person"
     )
+    st.add_argument(
+        "--needs-human",
+        action="store_true",
+        help="only runs that wait for a person (stopped, given up by a rule, held)",
+    )
+    st.add_argument(
+        "--since", metavar="WHEN", help="only runs created or changed since: 2h, 1d, 09:00, a date"
+    )
+    st.add_argument("-n", type=int, metavar="N", dest="newest", help="only the newest N runs")
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -161,10 +166,11 @@ def _preflight_refuses(settings: Settings, spec: JobSpec, path: Path) -> bool:
 
 
 # ---- status ------------------------------------------------------------------------------------------------
-def _run_summary(store: Store, run: RunRow) -> dict[str, Any]:
+def _run_summary(store: Store, run: RunRow, wait: Waiting | None = None) -> dict[str, Any]:
     attempts = store.attempts(run.id)
     latest = attempts[-1] if attempts else None
     return {
+        "needs_human": wait.text() if wait else None,
         "id": run.id,
         "name": run.name,
         "state": run.state.value,
@@ -193,7 +199,7 @@ def _forensics(folder: Path | None) -> dict[str, Any] | None:
 
 
 def _run_detail(store: Store, run: RunRow, settings: Settings | None = None) -> dict[str, Any]:
-    out = _run_summary(store, run)
+    out = _run_summary(store, run, waiting_in(store, run, time.time()))
     out["attempt_list"] = [
         {
             "n": a.n,
@@ -290,22 +296,35 @@ def cmd_status(args: argparse.Namespace) -> int:
             return 0
         _print_detail(detail)
         return 0
-    runs = [_run_summary(store, r) for r in store.list_runs()]
-    queued, rejected, rejected_total = waiting_and_rejected(settings)
+    now = time.time()
+    try:
+        since = parse_since(args.since, now) if args.since else None
+    except ValueError as exc:
+        return usage_error(str(exc))
+    sel = Selection(active=args.active, needs_human=args.needs_human, since=since, newest=args.newest)
+    filtered = sel != Selection()
+    picked = select(store.list_runs(), sel, lambda r: waiting_in(store, r, now))
+    runs = [_run_summary(store, r, w) for r, w in picked]
+    # The spool (queued, rejected) is part of the plain list; a filter asks about runs only.
+    queued, rejected, rejected_total = ([], [], 0) if filtered else waiting_and_rejected(settings)
     if args.json:
         print(json.dumps(runs + queued + rejected, indent=2, default=str))
         return 0
     print(lease_line(settings))
-    load_line = polling_load_line(settings, time.time())
+    load_line = polling_load_line(settings, now)
     if not runs:
-        print("no runs")
+        print("no runs" + (" match" if filtered else ""))
     else:
         print(f"{'RUN':<44} {'STATE':<10} {'JOB':>8} {'ATT':>3}  DETAIL")
     for r in runs:
         note = r["pending_reason"] or r["reason"] or ""
+        if r["needs_human"]:
+            note = f"NEEDS A PERSON: {r['needs_human']}"
         state = r["state"] + ("*" if r["held"] else "")
-        print(f"{r['id']:<44} {state:<10} {r['slurm_job_id'] or '-':>8} {r['attempts']:>3}  {note}")
-    print_waiting_and_rejected(settings, queued, rejected, rejected_total)
+        mark = "!" if r["needs_human"] else " "
+        print(f"{mark}{r['id']:<43} {state:<10} {r['slurm_job_id'] or '-':>8} {r['attempts']:>3}  {note}")
+    if not filtered:
+        print_waiting_and_rejected(settings, queued, rejected, rejected_total)
     if load_line:
         print(load_line)
     return 0
@@ -320,11 +339,13 @@ def _print_detail(d: dict[str, Any]) -> None:
     print(f"run       {d['id']}  ({d['name']})")
     print(
         f"state     {d['state']}{' (held)' if d['held'] else ''}"
-        + (f"  — {d['reason']}" if d["reason"] else "")
+        + (f"  — {readable_actors(d['reason'])}" if d["reason"] else "")
     )
     if d["pending_reason"]:
         print(f"pending   {d['pending_reason']}")
-    if d["next_action_at"] and d["state"] == "BACKOFF":
+    if d.get("needs_human"):
+        print(f"NEEDS     a person: {d['needs_human']}")
+    elif d["next_action_at"] and d["state"] == "BACKOFF":
         print(f"next      resubmission at {_fmt_time(d['next_action_at'])}")
     if d.get("progress"):
         for i, line in enumerate(progress_lines(d["progress"])):
@@ -368,61 +389,4 @@ def _print_detail(d: dict[str, Any]) -> None:
         print(f"          {fx['path']} (shepherd logs {d['id']} --source forensics)")
     print("events:")
     for e in d["events"][-15:]:
-        print(f"  {_fmt_time(e['at'])} {e['kind']:<16} {e['message']}")
-
-
-# ---- logs --------------------------------------------------------------------------------------------------
-def log_files(store: Store, settings: Settings, run: RunRow) -> list[Path]:
-    """Every attempt's files, oldest attempt first (the launcher's layout says which)."""
-    base = base_log_dir(run.spec, settings.runs_dir / run.id)
-    return [f for a in store.attempts(run.id) if a.job_id for f in layout.log_files(base, a.job_id)]
-
-
-def cmd_logs(args: argparse.Namespace) -> int:
-    settings = settings_of(args)
-    store = open_store(settings)
-    run = run_named(store, args.run)
-    if args.source == "forensics":
-        return _print_forensics(settings, run)
-    files = log_files(store, settings, run)
-    wanted = [f for f in files if args.source in f.name] if args.source else files
-    if not wanted:
-        print(f"shepherd: no log files yet for {run.id}", file=sys.stderr)
-        return EXIT_ERROR
-    # The newest attempt's driver log is what people want; show the others with --source.
-    target = (
-        next((f for f in reversed(wanted) if f.name == layout.DRIVER_LOG), wanted[-1])
-        if not args.source
-        else wanted[-1]
-    )
-    if not target.exists():
-        print(f"shepherd: {target} does not exist yet", file=sys.stderr)
-        return EXIT_ERROR
-    with target.open("rb") as fh:
-        sys.stdout.buffer.write(fh.read())
-        sys.stdout.flush()
-        while args.follow:
-            chunk = fh.read()
-            if chunk:
-                sys.stdout.buffer.write(chunk)
-                sys.stdout.flush()
-            else:
-                time.sleep(0.5)
-    return 0
-
-
-def _print_forensics(settings: Settings, run: RunRow) -> int:
-    """The newest hang's summary, every process's stacks, then nvidia-smi / ray status per node."""
-    folder = latest_forensics(settings.runs_dir, run.id)
-    if folder is None:
-        print(
-            f"shepherd: no forensics for {run.id} (they are taken when a hung job is cancelled)",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
-    for f in [folder / SUMMARY_TXT, folder / STACKS_TXT, *sorted(folder.glob("node-*.txt"))]:
-        if f.is_file():
-            print(f"==> {f} <==")
-            sys.stdout.write(f.read_text(errors="replace"))
-    print(f"==> the log tails and each node's raw answer: {folder}")
-    return 0
+        print(f"  {_fmt_time(e['at'])} {e['kind']:<16} {readable_actors(e['message'])}")

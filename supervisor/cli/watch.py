@@ -1,4 +1,5 @@
-"""`shepherd watch [RUN] [--once]`: a live view of active runs, read from the daemon's store.
+"""`shepherd watch [RUN] [--once]`: a live view of the runs waiting for a person (on top, marked, with the
+command that moves each on) and of the active runs, read from the daemon's store.
 
 Everything shown comes from SQLite (runs, attempts, decisions and the monitor's
 progress snapshot), opened read-only: watching never competes with the daemon
@@ -24,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from supervisor.act.control import find_run
+from supervisor.cli.attention import Selection, Waiting, select, waiting_in
 from supervisor.cli.common import AddCommand, settings_of
 from supervisor.domain.runs import DecisionRow, RunRow
 from supervisor.ports import ControlError
@@ -158,6 +160,7 @@ class RunView:
     progress: Mapping[str, Any]
     progress_at: float | None
     last_decision: str | None
+    needs_person: str | None = None  # why the run waits for a person, and the command that moves it on
 
 
 def _last_decision(decisions: list[DecisionRow]) -> str | None:
@@ -169,14 +172,14 @@ def _last_decision(decisions: list[DecisionRow]) -> str | None:
     return f"{when} {d.rule} -> {d.outcome or d.action}"
 
 
-def view_of(store: Store, run: RunRow) -> RunView:
+def view_of(store: Store, run: RunRow, wait: Waiting | None = None) -> RunView:
     latest = store.latest_attempt(run.id)
     try:
         snap = store.load_progress(run.id)
     except sqlite3.OperationalError:  # a store from before the progress table
         snap = None
     pending = latest.reason if latest and latest.slurm_state == "PENDING" else None
-    if run.state.value == "BACKOFF" and run.next_action_at:
+    if run.state.value == "BACKOFF" and run.next_action_at and not run.held:
         pending = f"resubmits at {time.strftime('%H:%M:%S', time.localtime(run.next_action_at))}"
     return RunView(
         id=run.id,
@@ -188,14 +191,19 @@ def view_of(store: Store, run: RunRow) -> RunView:
         progress=snap[2] if snap else {},
         progress_at=snap[1] if snap else None,
         last_decision=_last_decision(store.decisions(run.id)),
+        needs_person=wait.text() if wait else None,
     )
 
 
 def collect(store: Store, run_ref: str | None = None) -> list[RunView]:
-    """The active runs (or just `run_ref`, whatever its state)."""
+    """The runs waiting for a person first (ended ones too: a stopped run waits for days), then the active
+    runs; or just `run_ref`, whatever its state."""
+    now = time.time()
     if run_ref:
-        return [view_of(store, find_run(store, run_ref))]
-    return [view_of(store, r) for r in store.list_runs(include_final=False)]
+        run = find_run(store, run_ref)
+        return [view_of(store, run, waiting_in(store, run, now))]
+    picked = select(store.list_runs(), Selection(active=True), lambda r: waiting_in(store, r, now))
+    return [view_of(store, r, w) for r, w in picked]
 
 
 def plain_lines(views: list[RunView]) -> list[str]:
@@ -203,6 +211,11 @@ def plain_lines(views: list[RunView]) -> list[str]:
         return ["no active runs"]
     out = []
     for v in views:
+        if v.needs_person:
+            out.append(
+                f"!! {v.id}  {v.state}  job {v.job_id or '-'}#{v.attempt}  NEEDS A PERSON: {v.needs_person}"
+            )
+            continue
         bits = [v.id, v.state, f"job {v.job_id or '-'}#{v.attempt}"]
         tr, ro = training(v.progress), rollouts(v.progress)
         if tr is not None:
@@ -239,6 +252,8 @@ def render(views: list[RunView], now: float | None = None) -> RenderableType:
         return Group(table, Text("no active runs", style="dim"))
     for v in views:
         state = Text(v.state, style="green" if v.state == "RUNNING" else "yellow")
+        if v.needs_person:
+            state = Text(f"!! {v.state}\nneeds a person", style="bold red")
         if v.pending_reason:
             state.append(f"\n{v.pending_reason}", style="dim")
         if v.progress_at is not None and now - v.progress_at > 60:
@@ -252,12 +267,18 @@ def render(views: list[RunView], now: float | None = None) -> RenderableType:
             _metric_text(v.progress, VAL_TAG),
             v.last_decision or "-",
         )
-    return table
+    waiting = [v for v in views if v.needs_person]
+    if not waiting:
+        return table
+    lines = Text("needs a person:", style="bold red")
+    for v in waiting:
+        lines.append(f"\n!! {v.id}: {v.needs_person}", style="red")
+    return Group(lines, table)
 
 
 # ---- the command ----
 def register(add: AddCommand) -> None:
-    w = add("watch", watch, "a live view of active runs")
+    w = add("watch", watch, "a live view of the runs that need a person (on top) and the active runs")
     w.add_argument("run", nargs="?")
     w.add_argument("--once", action="store_true", help="print one frame and exit")
 

@@ -25,11 +25,13 @@ from supervisor.daemon.monitor import Monitor, cadence_of
 from supervisor.daemon.standby import stand_by
 from supervisor.daemon.wakeups import StoreScheduler, Wakeups
 from supervisor.domain.notices import Notice
+from supervisor.domain.runs import RunState
 from supervisor.domain.spec import JobSpec
 from supervisor.intake.queue import Intake
 from supervisor.lease import Lease
 from supervisor.logs import LogMode, configure_logging
 from supervisor.notify.sinks import FanOut, LogSink
+from supervisor.notify.slack.incidents import CLOSED_BY_PERSON
 from supervisor.notify.slack.service import SlackOutbox, SlackService
 from supervisor.notify.slack.sink import SlackSink
 from supervisor.ports import NoticeSink
@@ -93,7 +95,11 @@ def build(
 
     def run_state(run_id: str) -> str | None:
         run = store.get_run(run_id)
-        return run.state.value if run else None
+        if run is None:
+            return None
+        if run.state == RunState.GAVE_UP and store.gave_up_by(run_id) is not None:
+            return CLOSED_BY_PERSON  # a person's give-up settles it: the incident resolves
+        return run.state.value
 
     outbox = (
         None

@@ -137,6 +137,16 @@ def shown_reason(run: RunRow) -> str | None:
     return reason if reason and reason.lower() != run.state.value.lower() else None
 
 
+def waits_for_person(run: RunRow, *, given_up_by: str | None) -> bool:
+    """A run nothing more happens to until a person acts: stopped and alerted (FAILED), or given up by a rule
+    (GAVE_UP, until a person gives it up too: `given_up_by`), or held by a person (until released)."""
+    if run.state == RunState.FAILED:
+        return True
+    if run.state == RunState.GAVE_UP:
+        return given_up_by is None
+    return run.held and not run.state.is_final
+
+
 # The actions that change a run's course (decide/plan.py's Resume, GiveUp, Cancel, Hold), as recorded.
 STEERING_ACTIONS = frozenset({"resume", "give_up", "cancel", "hold"})
 

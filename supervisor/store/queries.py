@@ -409,6 +409,16 @@ class Store:
             for r in rows
         ]
 
+    def gave_up_by(self, run_id: str) -> str | None:
+        """Who gave the run up, when a person did (`shepherd give-up`, Slack's button): the newest gave-up
+        event's actor; None when a rule gave up or nobody did."""
+        row = self.db.execute(
+            "SELECT data_json FROM events WHERE run_id = ? AND kind = 'gave-up' ORDER BY id DESC LIMIT 1",
+            (run_id,),
+        ).fetchone()
+        actor = json.loads(row[0]).get("actor") if row else None
+        return str(actor) if actor else None
+
     def record_decision(
         self,
         run_id: str,

@@ -246,7 +246,9 @@ async def test_after_a_clean_stop_the_cli_takes_the_next_generation(tmp_path: Pa
     with_run(s)
     daemon = holder_lease(s)
     daemon.release()
-    assert await ask(s, "hold", {"run": RUN}, "cli:alice") == f"held {RUN} (its next submission waits)"
+    assert await ask(s, "hold", {"run": RUN}, "cli:alice") == (
+        f"held {RUN}: its first submission waits; `shepherd release {RUN}` submits it"
+    )
     rec = read_lease(s.lease_dir)
     assert rec is not None and rec.generation == 2 and rec.released
 

@@ -20,7 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-ENDED_RUN_STATES = frozenset({"COMPLETED", "CANCELLED", "LOST"})  # GAVE_UP/FAILED still need a human
+# What the daemon's run_state says of a run a person gave up on (`shepherd give-up`, Slack's button): nobody
+# is waited for any more, so its incident resolves ("the run is closed").
+CLOSED_BY_PERSON = "CLOSED"
+# GAVE_UP (by a rule) and FAILED still need a human.
+ENDED_RUN_STATES = frozenset({"COMPLETED", "CANCELLED", "LOST", CLOSED_BY_PERSON})
 
 Step = Literal["open", "update", "repeat", "resolve"]
 

@@ -246,6 +246,7 @@ def _run_detail(store: Store, run: RunRow, settings: Settings | None = None) -> 
     out["changes"] = change_log(store.events(run.id), store.attempts(run.id))
     folder = latest_forensics(settings.runs_dir, run.id) if settings is not None else None
     out["forensics"] = _forensics(folder)
+    out["wandb_url"] = store.wandb_url(run.id)  # the W&B run page the logs named (monitor.py)
     snap = store.load_progress(run.id)  # the monitor's latest progress and metrics snapshot
     out["progress"] = {"attempt": snap[0], "at": snap[1], **snap[2]} if snap else None
     return out
@@ -347,6 +348,8 @@ def _print_detail(d: dict[str, Any]) -> None:
         print(f"NEEDS     a person: {d['needs_human']}")
     elif d["next_action_at"] and d["state"] == "BACKOFF":
         print(f"next      resubmission at {_fmt_time(d['next_action_at'])}")
+    if d.get("wandb_url"):
+        print(f"W&B       {d['wandb_url']}")
     if d.get("progress"):
         for i, line in enumerate(progress_lines(d["progress"])):
             print(f"{'progress' if i == 0 else '':<9} {line}")

@@ -31,6 +31,7 @@ import structlog
 
 from supervisor.act.actions import Actions
 from supervisor.domain.jobstate import JobState
+from supervisor.domain.notices import Notice
 from supervisor.domain.observations import MetricEvent, ProgressEvent, StateEvent, Tick
 from supervisor.domain.overrides import resume_step
 from supervisor.domain.runs import AttemptRow, AttemptState, RunRow
@@ -72,6 +73,7 @@ from supervisor.watch.sources import MetricSource, metric_source
 from supervisor.watch.tailer import FileCursor, Follower, TailResult
 from supervisor.watch.tbevents import TensorBoardWatcher, newest_exp_dir
 from supervisor.watch.tbevents import to_metric_events as tb_metric_events
+from supervisor.watch.wandb_link import wandb_run_url
 
 log = structlog.get_logger(__name__)
 
@@ -158,6 +160,8 @@ class AttemptWatch:
     ended_alarm: bool = False
     marks: MarkTracker = field(default_factory=lambda: MarkTracker(None, 0.0))  # for `shepherd report`
     open_marks: dict[str, int] = field(default_factory=dict)  # stretch kind -> its mark row
+    wandb_url: str | None = None  # the W&B run page its logs named (read off the loop, recorded on it)
+    wandb_noted: str | None = None  # the one recorded and announced
 
     @property
     def key(self) -> tuple[str, int]:
@@ -500,6 +504,8 @@ class Monitor:
             if name == layout.DRIVER_LOG:
                 out += self._driver_log(w, batch.texts, now)
             for text in batch.texts:
+                if "wandb" in text and (url := wandb_run_url(text)):
+                    w.wandb_url = url
                 if layout.DRIVER_EXITED in text and layout.DRIVER_EXITED_RE.search(text):
                     w.driver_exited_at = w.driver_exited_at or now
                 if "%|" in text or "it/s]" in text or "s/it]" in text:
@@ -727,9 +733,25 @@ class Monitor:
 
     async def dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
         try:
+            self._note_wandb(w)
             await self._dispatch(w, matches)
         finally:
             self.persist_cursors(w)
+
+    def _note_wandb(self, w: AttemptWatch) -> None:
+        """A W&B run page the logs named: recorded with the run (a `wandb` event) and announced once, when it
+        is not the one already recorded (a resumed attempt that continues the same W&B run)."""
+        url = w.wandb_url
+        if url is None or url == w.wandb_noted:
+            return
+        w.wandb_noted = url
+        try:
+            if self.store.wandb_url(w.run_id) == url:
+                return
+            self.store.add_event(w.run_id, w.n, "wandb", f"W&B run: {url}", {"url": url})
+            self.actions.notify(Notice(w.run_id, "wandb", f"W&B run: {url}", fields={"url": url}))
+        except Exception:
+            log.exception("could not record the W&B run page", run_id=w.run_id)
 
     async def _dispatch(self, w: AttemptWatch, matches: list[Match]) -> None:
         if not matches:

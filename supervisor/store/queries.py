@@ -361,6 +361,15 @@ class Store:
             ),
         )
 
+    def wandb_url(self, run_id: str) -> str | None:
+        """The run's W&B page: the newest one its attempts' logs named (a `wandb` event each), else None."""
+        row = self.db.execute(
+            "SELECT data_json FROM events WHERE run_id = ? AND kind = 'wandb' ORDER BY id DESC LIMIT 1",
+            (run_id,),
+        ).fetchone()
+        url = json.loads(row[0]).get("url") if row else None
+        return str(url) if url else None
+
     def mark_attempt_unknown(self, run_id: str, n: int, message: str) -> None:
         with self.tx() as db:
             db.execute(

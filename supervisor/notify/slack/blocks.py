@@ -98,6 +98,18 @@ def run_opened(
     return clip(text, FALLBACK_MAX), blocks
 
 
+LINK_BLOCK_ID = "shepherd-link"
+
+
+def link(label: str, url: str) -> Block:
+    """A link added to the thread's first message once it is known (the run's W&B page)."""
+    return {
+        "type": "context",
+        "block_id": LINK_BLOCK_ID,
+        "elements": [{"type": "mrkdwn", "text": clip(f"{escape(label)}: <{escape(url)}>", SECTION_MAX)}],
+    }
+
+
 def event(
     run_name: str,
     run_id: str,

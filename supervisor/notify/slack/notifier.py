@@ -54,7 +54,15 @@ from supervisor.notify.routing import UNBOUNDED_KINDS, IncidentView, held_back, 
 from supervisor.notify.silences import Silences
 from supervisor.notify.slack import blocks as bk
 from supervisor.notify.slack import incidents as inc_
-from supervisor.notify.slack.transport import Blocked, DeliveryError, Permanent, Retry, Transport, classify
+from supervisor.notify.slack.transport import (
+    Blocked,
+    DeliveryError,
+    Permanent,
+    PostResult,
+    Retry,
+    Transport,
+    classify,
+)
 from supervisor.redact import redact
 from supervisor.settings import SlackSettings
 from supervisor.store import transaction
@@ -305,6 +313,34 @@ class Notifier:
         if n:
             self._wake()
         return n
+
+    def add_link(self, run_id: str, label: str, url: str) -> int | None:
+        """A link found after the thread opened (the run's W&B page, from its logs) goes into the thread's
+        first message: into its queued payload while unsent, else by editing it (an `update`, after it in the
+        outbox; where messages cannot be edited, webhooks, it is posted as a line of its own). A newer link
+        replaces the older. Returns the outbox id of the edit, or None when none was needed."""
+        if not url:
+            return None
+        with transaction(self.db) as db:
+            row = db.execute(
+                "SELECT t.channel, o.id, o.payload, o.sent_at, o.in_flight FROM slack_threads t"
+                " JOIN slack_outbox o ON o.id = t.opener_id WHERE t.run_id = ?",
+                (run_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            channel, opener_id, raw, sent_at, in_flight = row
+            payload = json.loads(raw)
+            blocks = [b for b in payload.get("blocks") or [] if b.get("block_id") != bk.LINK_BLOCK_ID]
+            payload["blocks"] = [*blocks, bk.link(label, url)]
+            payload = redact_blocks(payload, self.extra_secrets)
+            db.execute("UPDATE slack_outbox SET payload = ? WHERE id = ?", (json.dumps(payload), opener_id))
+            if sent_at is None and not in_flight:
+                return None  # it goes out with the link
+            edit = {"text": payload.get("text", ""), "blocks": payload["blocks"], "edits": run_id}
+            oid = self._insert(db, channel, run_id, "update", edit, in_thread=False)
+        self._wake()
+        return oid
 
     def incidents(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """Open incidents, for tests and tools (`shepherd status` reads the store): run, title, events."""
@@ -803,6 +839,8 @@ class OutboxSender:
                 result = await self.transport.upload(
                     row.channel, thread_ts, row.data or b"", p["filename"], p["title"], p.get("comment", "")
                 )
+            elif row.kind == "update":
+                result = await self._edit(row, key)
             else:
                 result = await self.transport.post(row.channel, row.payload, thread_ts, key)
         except DeliveryError as err:
@@ -813,6 +851,19 @@ class OutboxSender:
             return False
         self._mark_sent(row, result.ts)
         return True
+
+    async def _edit(self, row: _Row, key: str) -> PostResult:
+        """Edit the run's first message; where it cannot be (webhooks, or it never went out), say the same in
+        a message of its own (its last block: the link)."""
+        r = self.db.execute(
+            "SELECT ts FROM slack_threads WHERE run_id = ?", (row.payload["edits"],)
+        ).fetchone()
+        ts = str(r[0]) if r and r[0] else None
+        if ts is not None and self.transport.threads:
+            return await self.transport.update(row.channel, ts, row.payload)
+        last = (row.payload.get("blocks") or [{}])[-1]
+        line = {"text": str((last.get("elements") or [{}])[0].get("text", "")), "blocks": [last]}
+        return await self.transport.post(row.channel, line, None, key)
 
     def _mark_sent(self, row: _Row, ts: str | None) -> None:
         with transaction(self.db) as db:

@@ -33,6 +33,9 @@ class SlackSink:
             )
             if notice.kind == "opened":
                 return
+        if notice.kind == "wandb":  # a link found in the logs: it belongs in the thread's first message
+            self.notifier.add_link(notice.run_id, "W&B run", notice.fields.get("url", ""))
+            return
         self.notifier.event(
             notice.run_id,
             notice.kind,

@@ -82,6 +82,8 @@ class Transport(Protocol):
 
     async def find_sent(self, channel: str, thread_ts: str | None, key: str, oldest: float) -> str | None: ...
 
+    async def update(self, channel: str, ts: str, payload: dict[str, Any]) -> PostResult: ...
+
 
 def _header(headers: Any, name: str) -> str | None:
     if not headers:
@@ -156,6 +158,17 @@ class WebApiTransport:
         except Exception as exc:
             raise classify(exc) from exc
         return PostResult(ts=str(resp.get("ts")) if resp.get("ts") else None)
+
+    async def update(self, channel: str, ts: str, payload: dict[str, Any]) -> PostResult:
+        """chat.update of one of our messages (the thread's first, given a link found later)."""
+        kwargs: dict[str, Any] = {"channel": channel, "ts": ts, "text": payload.get("text", "")}
+        if payload.get("blocks"):
+            kwargs["blocks"] = payload["blocks"]
+        try:
+            await self.client.chat_update(**kwargs)
+        except Exception as exc:
+            raise classify(exc) from exc
+        return PostResult(ts=ts)
 
     async def upload(
         self, channel: str, thread_ts: str | None, data: bytes, filename: str, title: str, comment: str
@@ -239,3 +252,7 @@ class WebhookTransport:
 
     async def find_sent(self, channel: str, thread_ts: str | None, key: str, oldest: float) -> str | None:
         return None
+
+    async def update(self, channel: str, ts: str, payload: dict[str, Any]) -> PostResult:
+        """A webhook cannot edit a message: the sender posts the change as a message of its own instead."""
+        return await self._send({"text": payload.get("text", "")})

@@ -14,6 +14,7 @@ from supervisor.act.mailbox import Request, request_sets
 from supervisor.domain.overrides import AttemptOverrides
 from supervisor.domain.runs import RunState
 from supervisor.ports import ControlError
+from supervisor.slurm.submit import build_submit_request
 from supervisor.store import Store
 
 RUN = "grpo-20261127-000000-abcd"
@@ -114,3 +115,25 @@ def test_the_sets_travel_to_the_lease_holder_as_one_json_text() -> None:
     assert request_sets(req) == ["a=1", "b=2"]
     with pytest.raises(ValueError, match="JSON list"):
         request_sets(Request.new("resume", {"run": RUN, "sets": '{"a": 1}'}, "cli:alice", 5, "h:1"))
+
+
+def test_the_next_request_runs_the_persons_value_and_a_later_rule_fix_wins_again(
+    store: Store, tmp_path: Path
+) -> None:
+    rule_fix = AttemptOverrides(sbatch_args=("--time=01:00:00",), reason="timeout: raised")
+    store.set_run_state(RUN, RunState.FAILED, next_attempt=rule_fix.to_dict())
+    resume(store, "slurm.time=02:00:00", "command+=grpo.max_num_steps=8")
+    run = store.get_run(RUN)
+    assert run is not None
+
+    def times(overrides: AttemptOverrides) -> list[str]:
+        req = build_submit_request(
+            run.spec, run_id=RUN, attempt=2, run_dir=tmp_path, overrides=overrides, environ={}
+        )
+        assert req.script_args[-1] == "grpo.max_num_steps=8"
+        return [o for o in req.options if o.startswith("--time=")]
+
+    after_set = AttemptOverrides.from_dict(run.next_attempt)
+    assert times(after_set) == ["--time=02:00:00"]
+    later_fix = AttemptOverrides(sbatch_args=(*after_set.sbatch_args, "--time=03:00:00"))
+    assert times(later_fix)[-1] == "--time=03:00:00"  # sbatch takes the last: the rule's

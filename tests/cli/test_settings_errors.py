@@ -21,6 +21,7 @@ VERBS: dict[str, list[str]] = {
     "status": [],
     "logs": ["toy"],
     "history": ["toy"],
+    "checkpoints": ["toy"],
     "cancel": ["toy"],
     "hold": ["toy"],
     "release": ["toy"],
@@ -33,7 +34,7 @@ VERBS: dict[str, list[str]] = {
     "watch": [],
     "doctor": [],
 }
-NOT_READING_SETTINGS = {"rules"}
+NOT_READING_SETTINGS = {"rules", "completion"}
 BAD_TOML = '[slurm]\npoll_interval_s = "soon"\n\n[preflight]\nshared_path = ["/"]\n'
 
 

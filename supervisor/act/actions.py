@@ -213,11 +213,14 @@ class Actions:
                 evidence=evidence,
             )
             if followup_id is not None:  # once per signature; Slack folds it into the parent's incident
+                # Under a planned hop (a preemption's NCCL errors) there is no incident: the log has it.
+                fresh = self.store.get_run(run.id) or run
+                hop = AttemptOverrides.from_dict(fresh.next_attempt).planned
                 related = Notice(
                     run.id,
                     "related",
                     f"{m.rule}: {m.reason}",
-                    level="warning",
+                    level="debug" if hop else "warning",
                     rule=m.rule,
                     fields={"parent": m.inhibited_by} if m.inhibited_by else {},
                 )

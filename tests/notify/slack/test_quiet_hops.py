@@ -8,6 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import anyio
 import pytest
 
 from supervisor.decide.transitions import resubmitted, transition
@@ -15,9 +16,10 @@ from supervisor.domain.jobstate import JobState
 from supervisor.domain.notices import Notice
 from supervisor.domain.observations import StateEvent
 from supervisor.domain.overrides import AttemptOverrides
-from supervisor.domain.runs import AttemptState
+from supervisor.domain.runs import AttemptState, RunState
 from supervisor.notify.slack.sink import SlackSink
 from supervisor.rules.engine import MatcherState, RuleSet, feed, load_ruleset
+from supervisor.rules.replay import replay_text
 from supervisor.slurm.reconcile import AttemptUpdate, UpdateKind
 from supervisor.testing.slack_standin import SlackStandin
 from tests.act.test_alerts import NOW, World, decided
@@ -126,3 +128,21 @@ async def test_a_two_hop_chain_is_two_lines_in_the_thread_and_no_incident(
     assert "save deadline" in thread[0] and "preempted" in thread[1] and "completed" in thread[2]
     assert not any("Resolved" in t or "resolved" in t for t in thread)
     assert notifier.incidents("r1") == []
+
+
+def test_what_a_preemption_inhibits_goes_to_the_log_not_into_an_incident(tmp_path: Path, rs: RuleSet) -> None:
+    """The ranks of a preempted job die with NCCL errors: folded under the hop, they open no incident."""
+    w = World(tmp_path)
+    w.checkpoint(20, 0.5)
+    st = MatcherState(run_id="r1", attempt=1)
+    (hop,) = feed(rs, st, StateEvent("r1", 1, "77", JobState.PREEMPTED, at=NOW))
+    w.act(hop)
+    ((_, _, overrides),) = w.scheduler.scheduled
+    w.store.set_run_state("r1", RunState.BACKOFF, next_attempt=overrides.to_dict())  # as the scheduler does
+    (nccl,) = replay_text(rs, "[rank0]: torch.distributed.DistBackendError: NCCL error in: x.cpp:1970", st=st)
+    assert nccl.followup_of == "slurm-preempted"
+    run, attempt = w.store.get_run("r1"), w.store.get_attempt("r1", 1)
+    assert run is not None and attempt is not None
+    anyio.run(w.actions.on_match, run, attempt, nccl)
+    related = w.sink.notices[-1]
+    assert related.kind == "related" and related.level == "debug"

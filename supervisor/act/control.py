@@ -342,6 +342,8 @@ class DaemonRunControl:
                 parts.append(f"pending: {a.reason}")
         if shown_reason(r):
             parts.append(str(shown_reason(r)))
+        if url := self.c.store.wandb_url(r.id):
+            parts.append(f"W&B {url}")
         return "; ".join(parts)
 
     async def silence(self, target: str, seconds: float, actor: str) -> str:

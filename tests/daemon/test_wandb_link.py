@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from supervisor.act.control import Controller, DaemonRunControl
 from supervisor.cli.main import main
 from supervisor.daemon.compose import build
 from supervisor.daemon.monitor import Monitor
@@ -57,6 +58,8 @@ def test_the_wandb_link_is_recorded_announced_once_and_shown_by_status(
     assert store.wandb_url(RUN) == URL
     assert [e.message for e in store.events(RUN) if e.kind == "wandb"] == [f"W&B run: {URL}"]
     assert [(n.kind, n.fields) for n in sink.notices if n.kind == "wandb"] == [("wandb", {"url": URL})]
+    slack = DaemonRunControl(Controller(store, slurm=None), settings, sink=None)  # type: ignore[arg-type]
+    assert f"W&B {URL}" in anyio.run(slack.status, RUN)  # Slack's /shepherd status RUN
     store.close()
     assert main(["--root", str(tmp_path / "root"), "status", RUN]) == 0
     assert f"W&B       {URL}" in capsys.readouterr().out

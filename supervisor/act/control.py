@@ -19,7 +19,7 @@ from supervisor.decide.staging import describe_kept, trainer_dir
 from supervisor.domain.changes import SpecChange, apply_changes, clear_fixes
 from supervisor.domain.envfiles import PASS_ENV_FILE, EnvFileError, read_private_env_file
 from supervisor.domain.overrides import AttemptOverrides
-from supervisor.domain.runs import RunRow, RunState, shown_reason
+from supervisor.domain.runs import RunRow, RunState, shown_reason, waits_for_person
 from supervisor.domain.spec import JobSpec
 from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.notify.plot import render_curves
@@ -329,10 +329,20 @@ class DaemonRunControl:
 
     async def status(self, run: str | None) -> str:
         if run is None:
-            runs = self.c.store.list_runs(include_final=False)
-            if not runs:
-                return "no active runs"
-            return "\n".join(f"{r.id}: {r.state.value}" for r in runs[:30])
+            # What waits for a person first (a stopped run is no longer active, and it is the one to act on).
+            store = self.c.store
+            runs = [(r, self._waits(r)) for r in store.list_runs()]
+            shown = [(r, w) for r, w in runs if w] + [
+                (r, w) for r, w in runs if not w and not r.state.is_final
+            ]
+            if not shown:
+                return "no active runs, and none waits for a person"
+            return "\n".join(
+                f"{r.id}: {r.state.value}"
+                + (" (held)" if r.held else "")
+                + (" — needs a person" if w else "")
+                for r, w in shown[:30]
+            )
         r = self.c.find(run)
         a = self.c.store.latest_attempt(r.id)
         parts = [f"{r.id}: {r.state.value}"]
@@ -345,6 +355,10 @@ class DaemonRunControl:
         if url := self.c.store.wandb_url(r.id):
             parts.append(f"W&B {url}")
         return "; ".join(parts)
+
+    def _waits(self, r: RunRow) -> bool:
+        given_up_by = self.c.store.gave_up_by(r.id) if r.state == RunState.GAVE_UP else None
+        return waits_for_person(r, given_up_by=given_up_by)
 
     async def silence(self, target: str, seconds: float, actor: str) -> str:
         if not target.startswith(RULE_PREFIX):

@@ -10,9 +10,10 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+import anyio
 import pytest
 
-from supervisor.act.control import on_hold_text
+from supervisor.act.control import Controller, DaemonRunControl, on_hold_text
 from supervisor.cli.attention import Selection, Waiting, held_text, parse_since, select, waiting
 from supervisor.cli.main import main
 from supervisor.cli.watch import watch
@@ -165,3 +166,12 @@ def test_give_up_from_the_cli_settles_a_rules_give_up(root: Path, capsys: pytest
     assert main(["--root", str(root), "give-up", "stuck"]) == 1
     assert "already GAVE_UP" in capsys.readouterr().err
     assert main(["--root", str(root), "status", "--since", "soon"]) == 2
+
+
+def test_slacks_status_lists_the_run_waiting_for_a_person_first(root: Path) -> None:
+    settings = Settings(root=root)
+    store = Store(settings.db_path)
+    control = DaemonRunControl(Controller(store, slurm=None), settings, sink=None)  # type: ignore[arg-type]
+    assert anyio.run(control.status, None) == "stuck-1: GAVE_UP — needs a person\ntrain-1: RUNNING"
+    store.set_run_state("stuck-1", RunState.GAVE_UP, event=("gave-up", "given up by U1", {"actor": "U1"}))
+    assert anyio.run(control.status, None) == "train-1: RUNNING"

@@ -39,14 +39,17 @@ class AttemptWrite:
 
 
 def slurm_times(
-    obs: JobObservation, *, started: bool, ended: bool, now: float
+    obs: JobObservation, *, started: bool, ended: bool, now: float, not_before: float | None = None
 ) -> tuple[float | None, float | None]:
     """(start, end) of a job that has started / ended, from Slurm's fields; never later than `now` (the
-    controller's clock may run ahead of ours), an end never before the start. squeue's StartTime of a
-    pending job is a forecast: only a started job's counts."""
+    controller's clock may run ahead of ours) nor before `not_before` (the attempt's intent: Slurm counts
+    whole seconds, so a job started within the second of its submission reads as started before it), an
+    end never before the start. squeue's StartTime of a pending job is a forecast: only a started job's
+    counts."""
     start = parse_slurm_time(obs.start_time) if started else None
     end = parse_slurm_time(obs.end_time) if ended else None
-    start = min(start, now) if start is not None else None
+    if start is not None:
+        start = min(max(start, not_before if not_before is not None else start), now)
     if end is not None:
         end = max(min(end, now), start) if start is not None else min(end, now)
     return start, end
@@ -156,7 +159,9 @@ def _observed(
     ended = update.kind == UpdateKind.ENDED
     started = obs.state in (JobState.RUNNING, JobState.COMPLETING) or (ended and bool(obs.start_time))
     changed = obs.state.value != attempt.slurm_state or obs.reason != (attempt.reason or "")
-    started_at, ended_at = slurm_times(obs, started=started, ended=ended, now=now)
+    started_at, ended_at = slurm_times(
+        obs, started=started, ended=ended, now=now, not_before=attempt.intent_at
+    )
     write = AttemptWrite(
         "observed",
         slurm_state=obs.state.value,

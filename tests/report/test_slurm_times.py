@@ -109,3 +109,13 @@ def test_without_slurm_times_the_poll_times_are_kept_and_the_report_says_so(tmp_
     s.observe_attempt("r1", 1, slurm_state="COMPLETED", reason=None, nodes="node1", ended_at=T0 + 480)
     row = s.get_attempt("r1", 1)
     assert row is not None and (row.ended_at, row.ended_from) == (T0 + 480, "slurm")
+
+
+def test_a_start_slurm_rounds_down_to_before_the_attempts_intent_is_the_intent() -> None:
+    """Slurm counts whole seconds: a job started within the second it was asked for reads as started before
+    the daemon wrote its intent; the report would otherwise show a negative queue wait."""
+    obs = sacct_row("2026-11-23T22:00:00", "2026-11-23T22:09:00")
+    assert slurm_times(obs, started=True, ended=True, now=T0 + 3600, not_before=T0 + 0.4) == (
+        T0 + 0.4,
+        T0 + 540,
+    )

@@ -12,13 +12,13 @@ from functools import partial
 import anyio
 import anyio.from_thread
 import structlog
-import watchfiles
 
 from supervisor.act.actions import Actions
 from supervisor.act.checkpoints import resolve_checkpoint_for_run
 from supervisor.act.control import Controller, DaemonRunControl
 from supervisor.act.forensics import JobForensics
 from supervisor.act.mailbox import Mailbox, handlers, make_lease, serve
+from supervisor.daemon import rulewatch
 from supervisor.daemon.loops import DAEMON_THREAD, Daemon, Task
 from supervisor.daemon.metrics import MetricsExporter, StoreCollector
 from supervisor.daemon.monitor import Monitor, cadence_of
@@ -152,12 +152,14 @@ def build(
     )
 
     async def watch_rules_files() -> None:
-        """A changed rules file reloads like SIGHUP; a bad one keeps the old rules and alerts."""
-        dirs = [d for d in {DEFAULT_RULES_DIR, *settings.rules_dirs} if d.is_dir()]
-        if not dirs:
-            return
-        async for _ in watchfiles.awatch(*dirs, debounce=300, recursive=False):
-            await reloader.reload_now("rules file changed")
+        """A changed rules file (shipped, configured, or a run's own) reloads like SIGHUP; a bad one keeps the
+        old rules and alerts."""
+        await rulewatch.watch_rules_files(
+            lambda: {DEFAULT_RULES_DIR, *settings.rules_dirs},
+            monitor.rules_files,
+            reloader.reload_now,
+            force_polling=settings.watch.force_polling,
+        )
 
     def holder() -> str:
         if lease is None:

@@ -228,6 +228,10 @@ class Monitor:
             self._rulesets[key] = rs
         return rs
 
+    def rules_files(self) -> set[Path]:
+        """The runs' own rules files in force (their changes reload the rules, as the shipped ones do)."""
+        return {Path(f) for files, _, _ in self._rulesets for f in files}
+
     def reload_rules(self) -> None:
         """Called on SIGHUP / a rules file change: compile everything anew first, swap only if all load."""
         load_ruleset()  # the shipped rules must load even when no run uses a custom set

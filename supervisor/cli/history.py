@@ -88,13 +88,14 @@ def decision_entry(d: DecisionRow) -> Entry:
 
 
 def event_entry(e: HistoryEntry) -> Entry:
-    """An event as recorded; `actor` in its data (a person's command, a `--set` change) says who."""
-    actor = e.data.get("actor")
+    """An event as recorded; `actor` in its data (a person's command, a `--set` change) or `rule` (a rule's
+    give-up) says who."""
+    actor, rule = e.data.get("actor"), e.data.get("rule")
     return Entry(
         e.at,
         e.attempt,
         e.kind,
-        readable_actors(str(actor)) if actor else DAEMON,
+        readable_actors(str(actor)) if actor else f"rule {rule}" if rule else DAEMON,
         readable_actors(e.message),
         e.data,
     )

@@ -260,6 +260,7 @@ def follow(
         first, waiting_said = False, ""
         run = store.get_run(run_id)
         if store.get_attempt(run_id, n + 1) is None and run is not None and run.state.is_final:
+            say(f"{run_id} is {run.state.value}" + (f" ({run.final_reason})" if run.final_reason else ""))
             return 0
         n += 1
 
@@ -270,7 +271,7 @@ def _waiting_for(a: AttemptRow | None, source: str | None) -> str:
         return f"attempt {a.n} ended ({a.slurm_state or a.state.value}) without {what}; waiting for the next"
     if a is None or not a.job_id:
         return f"waiting for the next attempt to be submitted, then for {what}"
-    state = a.slurm_state or a.state.value
+    state = a.slurm_state or a.state.value.lower()  # not yet seen in Slurm: "submitted"
     reason = f": {a.reason}" if a.reason and a.reason != "None" else ""
     return f"waiting for attempt {a.n} (job {a.job_id}, {state}{reason}) to write {what}"
 

@@ -44,6 +44,7 @@ def story(tmp_path: Path) -> tuple[Settings, Store]:
     store.set_run_state(
         RUN, RunState.BACKOFF, held=True, event=("held", "held by cli:0", {"actor": "cli:0"}), attempt=1
     )
+    store.add_event(RUN, 1, "resume-scheduled", "resuming from step_4", {"rule": "cuda-oom"})
     store.add_event(RUN, None, "spec-changed", "grpo.max_num_steps: 6 -> 8", {"actor": "cli:alice"})
     store.begin_attempt(
         RUN,
@@ -66,6 +67,7 @@ def test_the_story_is_told_in_order_with_who_did_each_thing(tmp_path: Path) -> N
         (1, "ended", SLURM, "attempt 1 ended: FAILED exit 1"),
         (1, "decision", "rule cuda-oom", "resume: CUDA out of memory"),
         (1, "held", f"cli:{root}", f"held by cli:{root}"),
+        (1, "resume-scheduled", "rule cuda-oom", "resuming from step_4"),
         (None, "spec-changed", "cli:alice", "grpo.max_num_steps: 6 -> 8"),
         (2, "changed", "rule cuda-oom", "env BATCH=4"),
         (2, "submitted", DAEMON, "attempt 2 submitted: Slurm job 102 from /ck/step_4"),
@@ -80,12 +82,12 @@ def test_history_prints_lines_and_json(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["--root", str(s.root), "history", "toy"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"history of {RUN} (PENDING)"
-    assert len(out) == 10
+    assert len(out) == 11
     assert main(["--root", str(s.root), "history", "toy", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [d["kind"] for d in data][:5] == ["queued", "submitted", "started", "ended", "decision"]
-    assert data[6] == {
-        "at": data[6]["at"],
+    assert data[7] == {
+        "at": data[7]["at"],
         "attempt": None,
         "kind": "spec-changed",
         "by": "cli:alice",

@@ -169,7 +169,12 @@ def test_follow_waits_for_the_first_file_goes_on_into_the_next_attempt_and_ends_
         "step 3",
         "step 4",
     ]
-    assert said[0] == "waiting for attempt 1 (job 101, PENDING: Resources) to write its log"
+    assert said == [
+        "waiting for attempt 1 (job 101, PENDING: Resources) to write its log",
+        "attempt 1 ended (FAILED); waiting for the next",
+        "waiting for attempt 2 (job 102, submitted) to write its log",
+        f"{RUN} is COMPLETED (completed)",
+    ]
     assert not world
 
 

@@ -7,12 +7,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
+import pytest
+
 from supervisor.act.checkpoints import resolve_checkpoint, run_checkpoints
-from supervisor.act.control import resume_point_refused
+from supervisor.act.control import Controller, resume_point_refused
 from supervisor.decide.checkpoints import Checkpoint
 from supervisor.decide.staging import Kept, describe_kept, kept_steps
 from supervisor.domain.runs import RunRow, RunState
 from supervisor.domain.spec import JobSpec
+from supervisor.ports import ControlError
+from supervisor.store import Store
 
 
 def save(ck: Path, step: int, accuracy: float | None) -> None:
@@ -101,3 +106,17 @@ def test_run_checkpoints_reads_the_spec_dir_and_the_lineage(tmp_path: Path) -> N
     save(tmp_path / "staged", 6, 0.75)
     rows = run_checkpoints(run_of(tmp_path / "ck").spec, str(tmp_path / "staged"))
     assert [(k.name, k.best, k.latest) for k in rows] == [("step_6", True, True), ("step_2", False, False)]
+
+
+def test_the_controller_cli_and_slack_share_refuses_a_missing_step_and_leaves_the_run_as_it_was(
+    tmp_path: Path,
+) -> None:
+    save(tmp_path / "ck", 2, 0.5)
+    store = Store(tmp_path / "state.db")
+    store.create_run("r-1", "r", run_of(tmp_path / "ck", **NEMO).spec_json, str(tmp_path / "spec.yaml"))
+    store.set_run_state("r-1", RunState.FAILED, reason="stopped")
+    controller = Controller(store, slurm=None)  # type: ignore[arg-type]
+    with pytest.raises(ControlError, match=r"has no step_7; its checkpoints: step_2 \(val:accuracy 0.5, "):
+        anyio.run(lambda: controller.resume("r-1", "step_7", "slack:U1"))
+    run = store.get_run("r-1")
+    assert run is not None and run.state == RunState.FAILED

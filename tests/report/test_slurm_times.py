@@ -119,3 +119,17 @@ def test_a_start_slurm_rounds_down_to_before_the_attempts_intent_is_the_intent()
         T0 + 0.4,
         T0 + 540,
     )
+
+
+def test_every_recorded_start_and_end_of_both_slurm_versions_is_read() -> None:
+    """sacct's Start/End and squeue's %S as 22.05 and 24.11 print them (tests/data/slurm) all parse."""
+    data = Path(__file__).parents[1] / "data" / "slurm"
+    seen = 0
+    for path in sorted(data.glob("*/sacct*.txt")):
+        jobs, _ = parse_sacct(path.read_text())
+        for job in jobs:
+            for text in (job.start_time, job.end_time):
+                if text:
+                    assert parse_slurm_time(text) is not None, (path.name, text)
+                    seen += 1
+    assert seen > 20

@@ -105,8 +105,6 @@ def zsh_script(tree: dict[str, Node], prog: str = "shepherd") -> str:
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    from supervisor.cli.main import build_parser  # the whole tree, this verb included
-
     render: Callable[[dict[str, Node]], str] = bash_script if args.shell == "bash" else zsh_script
-    sys.stdout.write(render(command_tree(build_parser())))
+    sys.stdout.write(render(command_tree(args.parser)))  # build_parser's whole tree, this verb included
     return 0

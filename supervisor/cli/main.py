@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         completion,
     ):
         group.register(add)
+    p.set_defaults(parser=p)  # the whole tree, for `completion` (which may not import this module: a cycle)
     return p
 
 

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,12 +34,13 @@ def _exe() -> Path:
 def _analyze(args: list[str], unit: Path, user: bool, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     assert SYSTEMD_ANALYZE is not None
     env = dict(os.environ)
-    if user:
-        runtime = tmp_path / "xdg-runtime"
-        runtime.mkdir(mode=0o700, exist_ok=True)
-        env["XDG_RUNTIME_DIR"] = str(runtime)
-    cmd = [SYSTEMD_ANALYZE, *(["--user"] if user else []), *args, str(unit)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, check=False)
+    with tempfile.TemporaryDirectory(prefix="xdg-") as short:
+        if user:
+            # A short folder of its own: the user units' socket paths under it must fit in sun_path (108
+            # bytes), which pytest's tmp_path under an xdist worker does not.
+            env["XDG_RUNTIME_DIR"] = short
+        cmd = [SYSTEMD_ANALYZE, *(["--user"] if user else []), *args, str(unit)]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, check=False)
 
 
 def _write(tmp_path: Path, sub: str, text: str) -> Path:

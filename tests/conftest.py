@@ -29,12 +29,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         )
 
 
-@pytest.fixture(autouse=True)
-def _ray_users_take_turns(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Ray tests run beside each other; a `ray_stop` test (NeMo RL's ray.sub) runs alone among them."""
-    exclusive = request.node.get_closest_marker("ray_stop") is not None
-    if not exclusive and request.node.get_closest_marker("ray") is None:
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Ray tests run beside each other; a `ray_stop` test (NeMo RL's ray.sub) runs alone among them. Taken
+    outside pytest-timeout's clock (this wrapper is the outermost): a wait for a turn is not the test's."""
+    exclusive = item.get_closest_marker("ray_stop") is not None
+    if not exclusive and item.get_closest_marker("ray") is None:
         yield
         return
     with ray_users(exclusive=exclusive):
         yield
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """NeMo RL's ray.sub tests first: they run one at a time, alone among the Ray tests, so they are the
+    longest chain of an xdist run and start at once; the other files keep their order (stable sort)."""
+    items.sort(key=lambda item: item.get_closest_marker("ray_stop") is None)

@@ -49,7 +49,8 @@ CLUSTER_KEYS = (
 
 def other_cluster_env(version: str) -> dict[str, str]:
     """The environment of a pytest session against `version`'s cluster, without this session's cluster."""
-    env = {k: v for k, v in os.environ.items() if k not in CLUSTER_KEYS}
+    # Not an xdist worker either: this worker's cluster values, shifted below, are the nested session's own.
+    env = {k: v for k, v in os.environ.items() if k not in CLUSTER_KEYS and not k.startswith("PYTEST_XDIST")}
     for key in ("SLURM_CONF", "SHEPHERD_SLURM__BIN_DIR", "SHEPHERD_DEV_CLUSTER_ARGS"):
         env.pop(key, None)
     wrappers = os.environ.get("SHEPHERD_SLURM__BIN_DIR")

@@ -5,9 +5,9 @@ among Ray users, in this pytest session, its xdist workers and any other checkou
 Tests marked `ray` take the lock shared; tests marked `ray_stop` (they run NeMo RL's ray.sub) take it
 exclusive. fcntl.flock has no writer priority, so a turnstile file keeps a waiting writer from starving behind
 readers that take turns: a writer holds it while it waits, and each reader passes through it first.
-The kernel releases a flock when a worker dies, so a crashed test never wedges the others. A process that
-already holds the lock exclusive (a module of ray.sub tests holds it while its daemon lives) takes it again
-for free: two flocks of one process on two descriptors would wait on each other.
+The kernel releases a flock when a worker dies, so a crashed test never wedges the others. Within a process
+the lock is reentrant (a module of ray.sub tests holds it while its daemon lives, each of its tests takes it
+again): two flocks of one process on two descriptors would wait on each other.
 """
 
 from __future__ import annotations
@@ -15,41 +15,58 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-LOCK_DIR = Path(
-    os.environ.get("SHEPHERD_TEST_LOCK_DIR", "/tmp")
-)  # host-wide: every checkout's suite meets here
-_held_exclusive = 0  # how deep this process is inside ray_users(exclusive=True)
+# Host-wide: every checkout's suite meets here.
+LOCK_DIR = Path(os.environ.get("SHEPHERD_TEST_LOCK_DIR", "/tmp"))
+
+
+class _Held:
+    """What this process holds: the mode, how many nested holders, and the open lock files."""
+
+    exclusive = False
+    depth = 0
+    files: ExitStack | None = None
+
+
+_held = _Held()
+
+
+def _acquire(exclusive: bool) -> ExitStack:
+    LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    stack = ExitStack()
+    turnstile = stack.enter_context(open(LOCK_DIR / "shepherd-tests-ray.turnstile", "a"))
+    lock = stack.enter_context(open(LOCK_DIR / "shepherd-tests-ray.lock", "a"))
+    fcntl.flock(turnstile, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    finally:
+        if not exclusive:  # a writer keeps the turnstile until it is done: readers queue behind it
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+    return stack  # closing the files releases both
 
 
 @contextmanager
 def ray_users(*, exclusive: bool) -> Iterator[None]:
-    global _held_exclusive
-    if _held_exclusive:
-        _held_exclusive += 1
+    if _held.depth:
+        if exclusive and not _held.exclusive:
+            raise RuntimeError("a Ray test holding the lock shared cannot upgrade it to exclusive")
+        _held.depth += 1
         try:
             yield
         finally:
-            _held_exclusive -= 1
+            _held.depth -= 1
+            if _held.depth == 0 and _held.files is not None:
+                _held.files.close()
+                _held.files = None
         return
-    LOCK_DIR.mkdir(parents=True, exist_ok=True)
-    with (
-        open(LOCK_DIR / "shepherd-tests-ray.turnstile", "a") as turnstile,
-        open(LOCK_DIR / "shepherd-tests-ray.lock", "a") as lock,
-    ):
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        finally:
-            if not exclusive:
-                fcntl.flock(turnstile, fcntl.LOCK_UN)
-        _held_exclusive = int(exclusive)
-        try:
-            yield
-        finally:
-            _held_exclusive = 0
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            if exclusive:
-                fcntl.flock(turnstile, fcntl.LOCK_UN)
+    _held.files = _acquire(exclusive)
+    _held.exclusive, _held.depth = exclusive, 1
+    try:
+        yield
+    finally:
+        _held.depth -= 1
+        if _held.depth == 0 and _held.files is not None:
+            _held.files.close()
+            _held.files = None

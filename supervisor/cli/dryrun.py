@@ -78,7 +78,9 @@ def print_dry_run(settings: Settings, spec: JobSpec, path: Path, environ: Mappin
     )
     command = as_shell(driver_command(spec, overrides))
     print(f"# {path}: dry run, attempt 1; nothing is submitted or queued")
-    print("# the base variables come from the daemon's environment at submission; shown from this shell's")
+    print(
+        "# the base variables come from the daemon's environment at submission; shown here from this shell's"
+    )
     for line in dry_run_lines(request, command, set(secret_env), {*secret_env.values(), *daemon_secrets}):
         print(line)
     for note in notes:

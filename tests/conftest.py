@@ -42,6 +42,16 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """NeMo RL's ray.sub tests first: they run one at a time, alone among the Ray tests, so they are the
-    longest chain of an xdist run and start at once; the other files keep their order (stable sort)."""
-    items.sort(key=lambda item: item.get_closest_marker("ray_stop") is None)
+    """The order xdist hands files out in (longest first, so the run does not end on one long file): NeMo RL's
+    ray.sub tests first (run one at a time and alone among the Ray tests, they are the longest chain), then
+    slow tests without Ray, then the rest without Ray, and the Ray tests last (they share the CPU-heavy Ray
+    and would only wait for the ray.sub chain if handed out early). Stable: otherwise the files' order."""
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("ray_stop"):
+            return 0
+        if item.get_closest_marker("ray"):
+            return 3
+        return 1 if item.get_closest_marker("slow") else 2
+
+    items.sort(key=rank)

@@ -106,7 +106,8 @@ def test_the_store_locked_by_another_process_delays_the_daemon_but_loses_nothing
 
 @pytest.mark.slurm
 def test_a_log_file_deleted_under_the_tailer_breaks_nothing(sup: DaemonProcess, tmp_path: Path) -> None:
-    run = sup.submit(fake_spec(tmp_path, "deleted-log", "harmless", "--sleep", "4"))
+    # Long enough to be seen RUNNING by a poll on a loaded machine (it is deleted under the running job).
+    run = sup.submit(fake_spec(tmp_path, "deleted-log", "harmless", "--sleep", "15"))
     job = sup.wait_state(run, "RUNNING", timeout=60)["slurm_job_id"]
     driver = sup.root / "runs" / run / "logs" / f"{job}-logs" / "ray-driver.log"
     wait_for(driver.exists, 30, what=str(driver))

@@ -78,8 +78,9 @@ def test_the_store_locked_by_another_process_delays_the_daemon_but_loses_nothing
     sup: DaemonProcess, tmp_path: Path, slurm_cluster: Any
 ) -> None:
     """Another process holds the SQLite write lock for a few seconds (under the 10 s busy timeout)."""
-    run = sup.submit(fake_spec(tmp_path, "locked", "harmless", "--sleep", "2"))
-    job = str(sup.wait_state(run, "RUNNING", timeout=60)["slurm_job_id"])
+    run = sup.submit(fake_spec(tmp_path, "locked", "harmless", "--sleep", "6"))
+    # Its job id as soon as it is submitted (a short job may end between two polls: never seen RUNNING).
+    job = str(wait_for(lambda: sup.status(run).get("slurm_job_id"), 60, 0.3, "the job submitted"))
     db = sup.root / "state" / "shepherd.sqlite3"
     held = threading.Event()
 

@@ -49,20 +49,11 @@ def _acquire(exclusive: bool) -> ExitStack:
 
 @contextmanager
 def ray_users(*, exclusive: bool) -> Iterator[None]:
-    if _held.depth:
-        if exclusive and not _held.exclusive:
-            raise RuntimeError("a Ray test holding the lock shared cannot upgrade it to exclusive")
-        _held.depth += 1
-        try:
-            yield
-        finally:
-            _held.depth -= 1
-            if _held.depth == 0 and _held.files is not None:
-                _held.files.close()
-                _held.files = None
-        return
-    _held.files = _acquire(exclusive)
-    _held.exclusive, _held.depth = exclusive, 1
+    if not _held.depth:
+        _held.files, _held.exclusive = _acquire(exclusive), exclusive
+    elif exclusive and not _held.exclusive:
+        raise RuntimeError("a Ray test holding the lock shared cannot upgrade it to exclusive")
+    _held.depth += 1
     try:
         yield
     finally:

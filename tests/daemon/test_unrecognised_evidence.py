@@ -17,13 +17,13 @@ from supervisor.cli.main import main
 from supervisor.cli.rules import rules_check
 from supervisor.daemon.compose import Built, build
 from supervisor.domain.jobstate import JobState
-from supervisor.domain.notices import Notice
 from supervisor.domain.observations import StateEvent
 from supervisor.domain.runs import UNRECOGNISED
 from supervisor.rules.engine import load_ruleset
 from supervisor.rules.loader import check_files
 from supervisor.rules.replay import replay
 from supervisor.settings import Settings
+from tests.support.sinks import RecordingSink
 
 RUN = "toy-20260101-000000-abcd"
 JOB = "4242"
@@ -44,20 +44,9 @@ srun: error: node3: task 0: Exited with exit code 1
 """
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.notices: list[Notice] = []
-
-    def publish(self, notice: Notice) -> None:
-        self.notices.append(notice)
-
-    def publish_plot(self, run_id: str, png: str, title: str) -> None:
-        pass
-
-
-def failed_unrecognised(tmp_path: Path) -> tuple[Built, Recorder]:
+def failed_unrecognised(tmp_path: Path) -> tuple[Built, RecordingSink]:
     settings = Settings(root=tmp_path / "root")
-    rec = Recorder()
+    rec = RecordingSink()
     built = build(settings, sinks=[rec])
     built.store.create_run(RUN, "toy", json.dumps({"name": "toy", "command": ["true"]}), "spec.yaml")
     built.store.begin_attempt(RUN, lambda n: f"t{n}", {})

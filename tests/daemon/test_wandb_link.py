@@ -13,28 +13,17 @@ from supervisor.act.control import Controller, DaemonRunControl
 from supervisor.cli.main import main
 from supervisor.daemon.compose import build
 from supervisor.daemon.monitor import Monitor
-from supervisor.domain.notices import Notice
 from supervisor.settings import Settings
+from tests.support.sinks import RecordingSink
 
 RUN = "toy-20260101-000000-abcd"
 URL = "https://wandb.ai/team/grpo-math/runs/mey3t37m"
 
 
-class Recording:
-    def __init__(self) -> None:
-        self.notices: list[Notice] = []
-
-    def publish(self, notice: Notice) -> None:
-        self.notices.append(notice)
-
-    def publish_plot(self, run_id: str, png: str, title: str) -> None:
-        pass
-
-
 def test_the_wandb_link_is_recorded_announced_once_and_shown_by_status(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sink = Recording()
+    sink = RecordingSink()
     settings = Settings(root=tmp_path / "root")
     built = build(settings, sinks=[sink])
     store = built.store

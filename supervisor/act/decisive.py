@@ -8,7 +8,7 @@ from pathlib import Path
 from supervisor.domain.runs import AttemptRow, RunRow
 from supervisor.rules.decisive import DecisiveLine, decisive_line
 from supervisor.slurm.launchers import layout
-from supervisor.slurm.submit import base_log_dir
+from supervisor.slurm.submit import attempt_log_base
 
 TAIL_BYTES = 1 << 20  # the last MiB holds the traceback that ended the process, whatever the log's size
 _COUNT_CHUNK = 8 << 20
@@ -19,9 +19,8 @@ def attempt_logs(runs_dir: Path, run: RunRow, attempt: AttemptRow) -> list[Path]
     an adopted job's own paths where it was adopted from (as the monitor reads them)."""
     if not attempt.job_id:
         return []
-    adopted = attempt.overrides if attempt.overrides.get("adopted") else {}
-    base = Path(adopted["log_base"]) if adopted.get("log_base") else base_log_dir(run.spec, runs_dir / run.id)
-    output = Path(adopted["output"]) if adopted.get("output") else layout.output_file(base, attempt.job_id)
+    base, own_output = attempt_log_base(run.spec, runs_dir / run.id, attempt.overrides)
+    output = own_output if own_output is not None else layout.output_file(base, attempt.job_id)
     folder = layout.current_log_dir(base, attempt.job_id)
     return [*([folder / layout.DRIVER_LOG] if folder is not None else []), output]
 

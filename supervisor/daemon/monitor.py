@@ -53,7 +53,7 @@ from supervisor.settings import Settings, WatchSettings
 from supervisor.slurm.launchers import layout
 from supervisor.slurm.launchers import shepherd as shepherd_launcher
 from supervisor.slurm.launchers.layout import FileContract
-from supervisor.slurm.submit import base_log_dir, file_contract
+from supervisor.slurm.submit import attempt_log_base, file_contract
 from supervisor.store import Store
 from supervisor.watch.driver_log import (
     CheckpointSaving,
@@ -258,7 +258,7 @@ class Monitor:
             rules = load_ruleset()
         st = MatcherState(run_id=run.id, attempt=attempt.n)
         st.rhythms = {k: r.learnt() for k, r in self._learnt_by(run.id).items()}
-        adopted = attempt.overrides if attempt.overrides.get("adopted") else {}  # where a job by hand writes
+        log_base, output = attempt_log_base(spec, self.settings.runs_dir / run.id, attempt.overrides)
         w = AttemptWatch(
             run.id,
             attempt.n,
@@ -266,11 +266,9 @@ class Monitor:
             spec,
             rules,
             st,
-            Path(adopted["log_base"])
-            if adopted.get("log_base")
-            else base_log_dir(spec, self.settings.runs_dir / run.id),
+            log_base,
             contract=file_contract(spec),
-            output=Path(adopted["output"]) if adopted.get("output") else None,
+            output=output,
         )
         if spec.trainer_log_dir is not None:
             w.status = StatusReader(spec.trainer_log_dir / STATUS_FILE)

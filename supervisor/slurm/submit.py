@@ -25,6 +25,19 @@ def base_log_dir(spec: JobSpec, run_dir: Path) -> Path:
     return spec.log_dir if spec.log_dir is not None else run_dir / "logs"
 
 
+def attempt_log_base(
+    spec: JobSpec, run_dir: Path, overrides: Mapping[str, object]
+) -> tuple[Path, Path | None]:
+    """Where an attempt's job writes: its log folder base, and its Slurm output file when not the launcher's
+    default (None). An adopted job (submitted by hand) keeps the paths it was adopted with."""
+    adopted = overrides if overrides.get("adopted") else {}
+    base, output = adopted.get("log_base"), adopted.get("output")
+    return (
+        Path(str(base)) if base else base_log_dir(spec, run_dir),
+        Path(str(output)) if output else None,
+    )
+
+
 def file_contract(spec: JobSpec) -> FileContract:
     """What the files of this spec's jobs mean (its launcher's contract)."""
     return nemo_rl.CONTRACT if spec.launcher.kind == "nemo-rl" else shepherd.CONTRACT

@@ -8,12 +8,19 @@ import datetime as dt
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
+from supervisor.act.interval import cluster_exposure
+from supervisor.act.interval import measure as measure_interval
 from supervisor.cli.common import AddCommand, CliError, open_store, run_named, settings_of
+from supervisor.decide.interval import Advice
+from supervisor.domain.runs import RunRow
 from supervisor.notify.timeline import render_timeline
+from supervisor.report.interval import interval_json, interval_lines
 from supervisor.report.read import run_report
 from supervisor.report.text import reports_json, reports_text
+from supervisor.store import Store
 
 
 def register(add: AddCommand) -> None:
@@ -34,6 +41,18 @@ def parse_since(text: str) -> float:
     return when.timestamp()
 
 
+def interval_advice(store: Store, runs: Sequence[RunRow], now: float) -> dict[str, Advice]:
+    """Each run's Young/Daly interval beside its own (runs with a checkpoint dir); all runs' failure rate is
+    read once, for the runs with too few failures of their own."""
+    cluster = cluster_exposure(store, now)
+    out = {}
+    for r in runs:
+        advice = measure_interval(store, r, now, cluster=cluster)
+        if advice is not None:
+            out[r.id] = advice
+    return out
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     since = parse_since(args.since) if args.since else None
     store = open_store(settings_of(args))
@@ -47,11 +66,16 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     now = time.time()
     reports = [run_report(store, r, now) for r in runs]
+    intervals = interval_advice(store, runs, now)
     if args.output:
         png = render_timeline(reports[0], Path(args.output))
         print(f"timeline: {png}", file=sys.stderr if args.json else sys.stdout)
     if args.json:
-        print(json.dumps(reports_json(reports), indent=2))
+        print(
+            json.dumps(reports_json(reports, {k: interval_json(a) for k, a in intervals.items()}), indent=2)
+        )
     else:
-        print(reports_text(reports), end="")
+        tuned = {r.id for r in runs if r.spec.checkpoint is not None and r.spec.checkpoint.tune_interval}
+        lines = {k: interval_lines(a, tune=k in tuned) for k, a in intervals.items()}
+        print(reports_text(reports, lines), end="")
     return 0

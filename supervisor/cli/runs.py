@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 
 from supervisor.act.forensics import SUMMARY_JSON, latest_forensics
+from supervisor.act.interval import measure as measure_interval
 from supervisor.cli.attention import Selection, Waiting, parse_since, select, waiting_in
 from supervisor.cli.common import (
     EXIT_ERROR,
@@ -43,6 +44,7 @@ from supervisor.domain.yamlpos import YamlDocumentError
 from supervisor.intake.queue import keep_pass_env, new_run_id
 from supervisor.notify.silences import RULE_PREFIX, Silences
 from supervisor.preflight.probe import run_preflight
+from supervisor.report.interval import interval_json, interval_lines
 from supervisor.rules.loader import spec_rules_problems
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmClient
@@ -247,6 +249,11 @@ def _run_detail(store: Store, run: RunRow, settings: Settings | None = None) -> 
     folder = latest_forensics(settings.runs_dir, run.id) if settings is not None else None
     out["forensics"] = _forensics(folder)
     out["wandb_url"] = store.wandb_url(run.id)  # the W&B run page the logs named (monitor.py)
+    advice = measure_interval(store, run, time.time())  # Young/Daly's beside the interval in use
+    tune = run.spec.checkpoint is not None and run.spec.checkpoint.tune_interval
+    out["checkpoint_interval"] = (
+        {**interval_json(advice), "lines": interval_lines(advice, tune=tune)} if advice else None
+    )
     snap = store.load_progress(run.id)  # the monitor's latest progress and metrics snapshot
     out["progress"] = {"attempt": snap[0], "at": snap[1], **snap[2]} if snap else None
     return out
@@ -353,6 +360,8 @@ def _print_detail(d: dict[str, Any]) -> None:
     if d.get("progress"):
         for i, line in enumerate(progress_lines(d["progress"])):
             print(f"{'progress' if i == 0 else '':<9} {line}")
+    for i, line in enumerate((d.get("checkpoint_interval") or {}).get("lines") or []):
+        print(f"{'interval' if i == 0 else '':<9} {line}")
     if d.get("incident"):
         inc = d["incident"]
         print(f"incident  open since {_fmt_time(inc['since'])}, {inc['events']} event(s): {inc['title']}")

@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import structlog
 import watchfiles
 from anyio.abc import TaskGroup
 
+from supervisor.act import interval
 from supervisor.act.actions import Actions
 from supervisor.act.checkpoints import keep_the_choice, newest_checkpoint_step
 from supervisor.daemon.wakeups import Wakeups
@@ -398,6 +399,27 @@ class Daemon:
         # COMPLETING: the batch script is gone and only cleanup remains; the next attempt may queue behind it.
         return last.slurm_state != JobState.COMPLETING.value
 
+    async def _tuned_save_period(self, run: RunRow, overrides: AttemptOverrides) -> AttemptOverrides:
+        """The overrides with the save period `checkpoint.tune_interval` passes (act/interval.py); the store
+        is read here, the checkpoint dirs in a thread. Unreadable dirs leave the period as last passed."""
+        spec = run.spec
+        last = self.store.latest_attempt(run.id)
+        if spec.checkpoint is None or not (
+            spec.checkpoint.tune_interval or (last and last.overrides.get("save_period"))
+        ):
+            return overrides  # never tuned: nothing to pass or to keep
+        st = interval.store_side(self.store, run, self.clock(), with_cluster=spec.checkpoint.tune_interval)
+        dirs, train = interval.dirs_of(spec, overrides.checkpoint_dir)
+        try:
+            fs = await anyio.to_thread.run_sync(lambda: interval.file_side(dirs, train))
+        except OSError as exc:
+            log.warning("could not time the run's checkpoint saves", run_id=run.id, error=str(exc))
+            fs = interval.FileSide((), (), None)
+        period, why = interval.next_save_period(spec, st, fs)
+        if period is not None:
+            log.info("save period for the next attempt", run_id=run.id, save_period=period, why=why)
+        return replace(overrides, save_period=period)
+
     async def submit_attempt(self, run: RunRow) -> AttemptRow | None:
         spec = run.spec
         overrides = AttemptOverrides.from_dict(run.next_attempt)
@@ -408,6 +430,7 @@ class Daemon:
             )
         except OSError as exc:  # the attempt goes ahead with the choice as it was; say why it may differ
             log.warning("could not stage the chosen checkpoint", run_id=run.id, error=str(exc))
+        overrides = await self._tuned_save_period(run, overrides)
         # What existed at submission: the policy's measure of whether this attempt made progress.
         record = {**overrides.to_dict(), "ckpt_step_at_submit": newest_checkpoint_step(spec)}
         attempt = self.store.begin_attempt(

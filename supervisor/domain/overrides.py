@@ -31,6 +31,8 @@ class AttemptOverrides:
     # A planned hop of a chain (saved at its deadline, preempted after a save), not a failure: people are told
     # in one line, with no incident, and the next attempt's submission and start are not announced.
     planned: bool = False
+    # `checkpointing.save_period` for this attempt, when `checkpoint.tune_interval` set it (act/interval.py).
+    save_period: int | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> AttemptOverrides:
@@ -45,6 +47,7 @@ class AttemptOverrides:
             pinned=bool(d.get("pinned", False)),
             resumed_by=d.get("resumed_by"),
             planned=bool(d.get("planned", False)),
+            save_period=_period(d.get("save_period")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,7 +62,12 @@ class AttemptOverrides:
             "pinned": self.pinned,
             "resumed_by": self.resumed_by,
             "planned": self.planned,
+            "save_period": self.save_period,
         }
+
+
+def _period(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 def resume_step(recorded: Mapping[str, Any], spec: JobSpec) -> int | None:

@@ -203,6 +203,11 @@ class CheckpointSpec(_Strict):
     metric: str | None = Field(default=None, description="e.g. val:accuracy or train:reward_mean")
     higher_is_better: bool = True
     keep_top_k: Annotated[int, Field(ge=1)] | None = None
+    tune_interval: bool = Field(
+        default=False,
+        description="pass Young/Daly's interval (from measured saves and failures) to the next attempt as "
+        "checkpointing.save_period, never orphaning a kept step (docs/policy.md)",
+    )
 
 
 class ResumeSpec(_Strict):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from supervisor.report.costs import PHASES, Cost, FailureCost, combine
@@ -102,8 +102,15 @@ def report_json(r: RunReport) -> dict[str, Any]:
     }
 
 
-def reports_json(reports: Sequence[RunReport]) -> dict[str, Any]:
-    return {"runs": [report_json(r) for r in reports], "total": cost_json(combine(r.cost for r in reports))}
+def reports_json(
+    reports: Sequence[RunReport], intervals: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """`intervals`: each run's checkpoint interval (report/interval.py's JSON), by run id."""
+    runs = [
+        {**report_json(r), **({"checkpoint_interval": intervals.get(r.run.id)} if intervals else {})}
+        for r in reports
+    ]
+    return {"runs": runs, "total": cost_json(combine(r.cost for r in reports))}
 
 
 def _table(c: Cost, unit: str) -> list[str]:
@@ -172,10 +179,12 @@ def report_lines(r: RunReport) -> list[str]:
     return [head, *_table(c, r.gpu_unit), *_failures(c), *note]
 
 
-def reports_text(reports: Sequence[RunReport]) -> str:
+def reports_text(reports: Sequence[RunReport], intervals: Mapping[str, Sequence[str]] | None = None) -> str:
+    """`intervals`: each run's checkpoint interval lines (report/interval.py), by run id."""
     out: list[str] = []
     for r in reports:
-        out += [*report_lines(r), ""]
+        said = (intervals or {}).get(r.run.id) or ()
+        out += [*report_lines(r), *(f"  checkpoint interval {line}" for line in said), ""]
     if len(reports) > 1:
         total = combine(r.cost for r in reports)
         units = {r.gpu_unit for r in reports}

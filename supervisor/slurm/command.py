@@ -81,7 +81,7 @@ def save_deadline(spec: JobSpec) -> str | None:
 
 
 def driver_command(spec: JobSpec, overrides: AttemptOverrides) -> Command:
-    """The spec's command with this attempt's checkpoint, staged dir and save deadline."""
+    """The spec's command with this attempt's checkpoint, staged dir, save deadline and tuned save period."""
     command: Command = spec.command if isinstance(spec.command, str) else list(spec.command)
     extra: list[str] = []
     if overrides.checkpoint and spec.resume.pass_checkpoint:
@@ -93,6 +93,8 @@ def driver_command(spec: JobSpec, overrides: AttemptOverrides) -> Command:
     template = spec.deadline_arg_template
     if deadline is not None and template is not None:
         extra.append(template.replace("{deadline}", deadline))
+    if overrides.save_period is not None:  # checkpoint.tune_interval's period (NeMo RL's key, ours too)
+        extra.append(f"checkpointing.save_period={overrides.save_period}")
     return with_args(command, extra) if extra else command
 
 

@@ -1,4 +1,4 @@
-"""Goodput of a 16k-GPU training campaign under three ways of supervising it, side by side, in one run.
+"""Goodput of a 16k-GPU training campaign under each way of supervising it, side by side, in one run.
 
 The failure trace is shaped like the published Llama 3 405B pre-training interruptions ("The Llama 3 Herd of
 Models", 2024, section 3.3.4 and Table 5): 466 interruptions in a 54-day snapshot on 16,384 H100s, 47 of them
@@ -41,7 +41,39 @@ The same trace is replayed under three strategies, each with its real cadence:
                   Hang detection is the shipped learnt rule, fed the attempt's step banners before the hang;
                   a comparison line shows the old fixed 30-minute rule (--fixed-hang-bound-s).
 
-All three share the time model for Slurm requeue and start-up (--queue-wait-s, --startup-s, --job-exit-s,
+Issue 31 ("keep the allocation") adds four, each under two queue models:
+
+    resubmit         today's Shepherd: the `shepherd` strategy under its issue-31 name (one simulation).
+    in_place         Shepherd's same decisions, but its job-side runner keeps the Slurm job when the driver
+                     exits: a resume the policy allows restarts inside the running job when the job still
+                     runs and the rule's fix needs no other allocation (`may_restart_in_place`, the bench's
+                     mirror of docs/policy.md's rule). The runner's exit report is read like a log file
+                     (watch.poll_interval_s), the runner sees Shepherd's word within --runner-poll-s, and the
+                     restart costs only --load-s (loading, 300 s of the 600 s start-up): no sbatch, no queue,
+                     no Ray start. A host failure (NODE_FAIL ends the job), a time limit, a preemption, a fix
+                     that needs another allocation (excluding a node, sbatch arguments), a human's resume or
+                     a word later than the runner's bound (--runner-wait-s) resubmits as today.
+    in_place_spares  as in_place, each job holding K spare nodes: a GPU or HBM fault on a node that stays up
+                     (the rule excludes the node) restarts in place without that node while a spare is left
+                     and the node is not the head node. K = the GPU/HBM faults expected in one job's length
+                     (the time limit) from the trace's rate, plus one; the spares' GPUs are held for the whole
+                     campaign, idle, and count as lost GPU-hours (goodput's denominator has N + K nodes).
+    ceiling          what no supervisor beats here: checkpoints every Young/Daly interval sqrt(2 x save x
+                     MTBF), each failure (host failures too) seen at once and restarted in place for the load
+                     time plus the work redone since the checkpoint, a known end (time limit, planned) saved
+                     first; the requeues at time limits and planned interruptions pay the same queue and
+                     start-up as everyone else's.
+
+Queue models: `reservation`, a constant --queue-wait-s (120 s: a dedicated reservation, today's number) and
+`shared_cluster`, each submission's wait drawn (seeded, the same k-th draw for every strategy) from a
+lognormal with a 20-minute median (--shared-queue-median-s) and sigma 1.0 (--shared-queue-sigma). Why 1.0: it
+puts the middle 80% of waits between about 6 and 72 minutes and the mean at 33 minutes, which is what issue
+31 describes for a requeued 32-node job on a shared cluster ("tens of minutes to hours"; its arithmetic
+uses 30 minutes per failure); a smaller sigma would make hour-long waits rare, a larger one would let a few
+multi-hour waits decide the comparison. Queue waits and this trace are not correlated (a real queue is
+busier by day).
+
+All strategies share the time model for Slurm requeue and start-up (--queue-wait-s, --startup-s, --job-exit-s,
 --cancel-s), the checkpoint interval and save time (--checkpoint-interval-s, --checkpoint-save-s) and the
 latest-checkpoint choice. Each attempt becomes the report's input (supervisor/report/costs.py), so the lost
 time per failure (work redone since the checkpoint, failure -> detection, detection -> resubmission, then the
@@ -54,8 +86,12 @@ decision -> resubmission (backoff and any wait for a human included; the job's o
 watchdog and SlurmdTimeout, the queue wait and the recompute excluded), as a fraction of the MTBF; goal < 1%.
 
 Prints lost GPU-hours per failure by cause and the goodput of each strategy, ratios against the human
-baseline, writes bench/results/goodput.json; the LAST line is a JSON object with goodput (per strategy),
-shepherd_overhead_fraction_of_mtbf and shepherd_best_goodput.
+baseline, then every strategy under both queue models with its ratio to the ceiling and issue 31's goals (in
+place + spares >= 95% of the ceiling on shared_cluster, >= 97% on reservation; Shepherd's overhead per failure
+< 1% of the MTBF), writes bench/results/goodput.json; the LAST line is a JSON object with goodput (the three
+first strategies, reservation), shepherd_overhead_fraction_of_mtbf, shepherd_best_goodput, and per queue model
+`{"reservation": {"goodput": {...}, "ratio_to_ceiling": {...}, ...}, "shared_cluster": {...}}` with every
+strategy, and `goals`.
 Usage: .venv/bin/python bench/goodput.py [--seed 405] [--hang-fraction 0.05] [--fixed-hang-bound-s 1800] ...
 """
 
@@ -68,6 +104,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -76,6 +113,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from supervisor.decide.checkpoints import choose, discover
 from supervisor.decide.history import attempt_records, policy_config
+from supervisor.decide.interval import young_daly_interval_s
 from supervisor.decide.plan import GiveUp, Resume, plan_match, unrecognised_resume
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.observations import ProgressEvent, StateEvent, Tick
@@ -127,7 +165,12 @@ LINES = {
     "software-unknown": ("ValueError: tensor shapes do not match in moe_dispatch (8192 vs 8190)", None),
 }
 STATES = {"host": JobState.NODE_FAIL, "time_limit": JobState.TIMEOUT, "planned": JobState.PREEMPTED}
-STRATEGIES = ("human", "poller", "shepherd")
+STRATEGIES = ("human", "poller", "shepherd")  # today's three: the last line's top-level keys
+# Keeping the allocation (issue 31), side by side with them under each queue model.
+ALL_STRATEGIES = (*STRATEGIES, "resubmit", "in_place", "in_place_spares", "ceiling")
+DECIDERS = ("shepherd", "in_place", "in_place_spares")  # strategies that run the real decision code
+SPARE_CAUSES = ("gpu", "hbm")  # faults on a node whose host stays up: what a spare node absorbs
+HEAD_NODE = 1  # node0001: the job's first node, where the driver and Ray's GCS run
 RECENT_STEPS = 30  # steps fed to the stalled trigger before a hang: enough to learn (min_samples), cheap
 HISTORY = 64  # attempts the policy is shown (see ShepherdDecider.decide)
 KEEP_CHECKPOINTS = 3  # the newest checkpoints the trainer keeps on disk (NeMo RL's keep_top_k + latest)
@@ -135,6 +178,10 @@ LABEL = {
     "human": "human + monitor_training.py (300 s poll, alert only)",
     "poller": "fixed-interval poller (15 s, resume all, no hang detection)",
     "shepherd": "Shepherd (real rules, policy, checkpoint choice)",
+    "resubmit": "resubmit: today's Shepherd (every recovery through Slurm)",
+    "in_place": "in place: restart inside the running job",
+    "in_place_spares": "in place + spare nodes for GPU/HBM faults",
+    "ceiling": "ceiling: Young/Daly interval, load + redone work only",
 }
 
 
@@ -169,23 +216,81 @@ class Outcome:
     stops: list[str] = field(default_factory=list)  # why Shepherd's policy stopped and waited for a human
     human_wait: list[float] = field(default_factory=list)  # per failure: of its overhead, waiting for a human
     decision_cpu_s: list[float] = field(default_factory=list)
+    in_place: list[tuple[str, int]] = field(default_factory=list)  # restarts inside the job: (cause, attempt)
+    spare_gpus: float = 0.0  # GPUs the jobs hold beyond the trainer's (spare nodes): idle, counted as lost
+    queue_waits: list[float] = field(default_factory=list)  # per submission: its queue wait
+
+
+@dataclass(frozen=True, slots=True)
+class QueueModel:
+    """How long a submitted job waits in Slurm's queue: a constant, or seeded lognormal draws.
+
+    Every strategy draws from the same seeded stream, so the k-th submission of each waits alike (common
+    random numbers: the strategies differ by what they do, not by their luck in the queue)."""
+
+    name: str
+    median_s: float
+    sigma: float = 0.0
+
+    def waits(self, seed: int) -> Iterator[float]:
+        rng = random.Random(f"{seed}-queue-{self.name}")
+        mu = math.log(self.median_s) if self.median_s > 0 else 0.0
+        while True:
+            yield rng.lognormvariate(mu, self.sigma) if self.sigma > 0 else self.median_s
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """What one attempt's training did in `e_event` seconds: periodic saves every `interval` of work."""
+
+    reached_work: float  # campaign work (seconds) reached when it stopped
+    kept_work: float  # campaign work in its last complete checkpoint
+    offset: float  # into the interval it stopped in (past `interval`: inside a save)
+    ckpts: list[tuple[int, float]]  # (step, written at)
+    stretches: list[tuple[str, float, float | None]]  # checkpoint saves
+
+
+def train(
+    start_work: float, train_start: float, e_event: float, interval: float, save_s: float, step_s: float
+) -> Work:
+    cycle = interval + save_s
+    cycles = int(e_event // cycle)
+    offset = e_event - cycles * cycle
+    reached_work = start_work + cycles * interval + min(offset, interval)
+    kept_work = start_work + cycles * interval
+    ckpts = [
+        (int((start_work + k * interval) // step_s), train_start + k * cycle) for k in range(1, cycles + 1)
+    ]
+    stretches: list[tuple[str, float, float | None]] = [("checkpointing", t - save_s, t) for _, t in ckpts]
+    if offset > interval:  # stopped inside a save: the part it did is still checkpointing
+        stretches.append(
+            ("checkpointing", train_start + e_event - (offset - interval), train_start + e_event)
+        )
+    return Work(reached_work, kept_work, offset, ckpts, stretches)
+
+
+def counts(args: argparse.Namespace) -> tuple[dict[str, int], int, float]:
+    """The trace's failures by cause, its planned interruptions and its training seconds, for --scale (a
+    part of the campaign at the same MTBF; 1: the whole 54 days)."""
+    scaled = {c: round(n * args.scale) for c, n in CAUSES.items()}
+    return scaled, round(PLANNED * args.scale), args.days * args.scale * 86400.0
 
 
 def trace(args: argparse.Namespace) -> list[Event]:
     rng = random.Random(args.seed)
     where = random.Random(f"{args.seed}-nodes")  # its own stream: the trace is the same as without it
-    causes = [c for c, n in CAUSES.items() for _ in range(n)]
+    by_cause, planned, total = counts(args)
+    causes = [c for c, n in by_cause.items() for _ in range(n)]
     rng.shuffle(causes)
     gaps = [rng.expovariate(1.0) for _ in causes]
-    scale = args.days * 86400.0 / sum(gaps)
+    scale = total / sum(gaps)
     events = []
     for cause, gap in zip(causes, gaps, strict=True):
         hang = cause in ("gpu", "hbm", "network") and rng.random() < args.hang_fraction
         recognised = cause != "software" or rng.random() >= args.software_unrecognised
         events.append(Event(cause, gap * scale, hang, recognised, where.randint(1, args.gpus // 8)))
     # Planned interruptions fall at random points of the same campaign.
-    total = args.days * 86400.0
-    marks = sorted(rng.uniform(0, total) for _ in range(PLANNED))
+    marks = sorted(rng.uniform(0, total) for _ in range(planned))
     merged: list[Event] = []
     pos, i = 0.0, 0
     for ev in events:
@@ -203,6 +308,104 @@ def trace(args: argparse.Namespace) -> list[Event]:
 
 def next_poll(t: float, period: float, phase: float) -> float:
     return phase + math.ceil((t - phase) / period) * period
+
+
+def may_restart_in_place(resume: Resume, *, job_running: bool, spare_left: bool, head_node: bool) -> bool:
+    """Whether a resume the policy allowed restarts inside the running job.
+
+    The bench's own predicate, mirroring docs/policy.md's rule for restarts in place (issue 31), to be
+    replaced by supervisor/decide/inplace.py's can_restart_in_place once the daemon has it: the job still
+    runs (its runner waits for Shepherd's word within its bound, before the time limit), the rule's fix needs
+    no other allocation (no sbatch arguments, mounts or end of the job), and the budget allows (plan_match
+    returned this Resume). Excluding the failing node needs another allocation unless a spare node is left
+    and the node is not the head node (the driver and Ray's GCS run there)."""
+    if not job_running or resume.sbatch_args or resume.mounts or resume.let_job_finish:
+        return False
+    return not resume.exclude_node or (spare_left and not head_node)
+
+
+def spare_nodes(args: argparse.Namespace) -> int:
+    """K, from the failure rate alone: the GPU/HBM faults (what a spare absorbs) expected in one job's length
+    (its time limit; without one, the campaign), plus one."""
+    campaign = float(args.days) * 86400.0
+    rate = sum(CAUSES[c] for c in SPARE_CAUSES) / campaign
+    length = float(args.time_limit_h) * 3600.0 if args.time_limit_h else campaign
+    return math.ceil(rate * length) + 1
+
+
+def simulate_ceiling(
+    events: list[Event], args: argparse.Namespace, queue: QueueModel, mtbf: float
+) -> Outcome:
+    """What no supervisor can beat on this trace: every failure is seen at once and restarted in place at the
+    cost of loading the checkpoint and redoing the work since it, saves every Young/Daly interval, and a
+    known end (time limit, planned interruption) is saved first; those requeues still pay the same queue and
+    start-up as every other strategy."""
+    interval = young_daly_interval_s(args.checkpoint_save_s, mtbf)
+    waits = queue.waits(args.seed)
+    out = Outcome()
+    submit_at, work, i, in_job, limit_end = 0.0, 0.0, 0, False, math.inf
+    remaining = events[0].gap_s
+    while i < len(events):
+        ev = events[i]
+        n = len(out.attempts) + 1
+        if in_job:
+            started = submit_at
+            train_start = started + args.load_s
+        else:
+            out.queue_waits.append(next(waits))
+            started = submit_at + args.sbatch_s + out.queue_waits[-1]
+            train_start = started + args.startup_s
+            limit_end = started + args.time_limit_h * 3600.0 if args.time_limit_h else math.inf
+        start_step = int(work // args.step_s)
+        e_event, cause = remaining, ev.cause
+        if train_start + e_event + args.checkpoint_save_s > limit_end:  # a known end: save before it
+            e_event, cause = max(0.0, limit_end - args.checkpoint_save_s - train_start), "time_limit"
+        fail = train_start + e_event
+        w = train(work, train_start, e_event, interval, args.checkpoint_save_s, args.step_s)
+        ckpts, stretches, kept_work = w.ckpts, w.stretches, w.kept_work
+        end = fail
+        if cause in ("done", "time_limit", "planned"):
+            if w.offset > interval:  # inside a periodic save: that save completes, then the job ends
+                end = fail + (interval + args.checkpoint_save_s - w.offset)
+                ckpts.append((int(w.reached_work // args.step_s), end))
+                stretches[-1] = ("checkpointing", stretches[-1][1], end)
+            elif cause != "done":
+                end = fail + args.checkpoint_save_s
+                ckpts.append((int(w.reached_work // args.step_s), end))
+                stretches.append(("checkpointing", fail, end))
+            kept_work = w.reached_work
+        steps = tuple(sorted({*ckpts, (int(w.reached_work // args.step_s), fail)}))
+        common = {"training_at": train_start, "stretches": tuple(stretches), "checkpoints": tuple(ckpts)}
+        if cause == "done":
+            out.attempts.append(
+                AttemptFacts(n, float(args.gpus), submit_at, started, end, start_step, steps=steps, **common)
+            )
+            out.causes.append("done")
+            break
+        category = {"time_limit": "time_limit", "planned": "preemption"}.get(cause, "failure")
+        resume_step = int(kept_work // args.step_s)
+        failure = Failure(cause, category, end, end)
+        out.attempts.append(
+            AttemptFacts(
+                n, float(args.gpus), submit_at, started, end, start_step, steps=steps, failure=failure,
+                kept_step=resume_step, **common,
+            )
+        )  # fmt: skip
+        out.causes.append("hang" if ev.hang and cause == ev.cause else cause)
+        in_job = cause not in ("time_limit", "planned") and end + args.load_s < limit_end
+        if cause not in ("time_limit", "planned"):
+            out.overhead.append((cause, 0.0))
+            out.human_wait.append(0.0)
+            if in_job:
+                out.in_place.append((out.causes[-1], n))
+        work = resume_step * args.step_s
+        submit_at = end
+        if cause == "time_limit":
+            remaining -= e_event
+        else:
+            i += 1
+            remaining = events[i].gap_s if i < len(events) else 0.0
+    return out
 
 
 class ShepherdDecider:
@@ -377,13 +580,23 @@ class ShepherdDecider:
         return None
 
 
-def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules: RuleSet) -> Outcome:
+def simulate(
+    strategy: str,
+    events: list[Event],
+    args: argparse.Namespace,
+    rules: RuleSet,
+    queue: QueueModel | None = None,
+) -> Outcome:
     s = Settings()
     rng = random.Random(f"{args.seed}-{strategy}")
-    poll = {"human": 300.0, "poller": 15.0, "shepherd": s.slurm.steady_poll_interval_s}[strategy]
+    poll = (
+        s.slurm.steady_poll_interval_s if strategy in DECIDERS else {"human": 300.0, "poller": 15.0}[strategy]
+    )
     phase = rng.uniform(0, poll)
     gpus = float(args.gpus)
-    cycle = args.checkpoint_interval_s + args.checkpoint_save_s
+    keeps_job = strategy in ("in_place", "in_place_spares")  # the job-side runner keeps the allocation
+    spares = spare_nodes(args) if strategy == "in_place_spares" else 0
+    waits = (queue or QueueModel("reservation", args.queue_wait_s)).waits(args.seed)
     spec = JobSpec.model_validate(
         {
             "name": RUN,
@@ -393,39 +606,45 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
         }
     )
     decider = ShepherdDecider(rules, spec, step_s=args.step_s, startup_s=args.startup_s)
-    out = Outcome()
+    out = Outcome(spare_gpus=8.0 * spares)
     saved_steps: list[int] = [0]  # complete checkpoints on disk (campaign steps)
     submit_at, work, i = 0.0, 0.0, 0
     by_human = False  # the next attempt is a person's resubmission after the policy stopped
+    in_job = False  # the next attempt is a driver run inside the running job (restarted in place)
+    limit_end, spares_left = math.inf, 0
     remaining = events[0].gap_s
     while i < len(events):
         ev = events[i]
         n = len(out.attempts) + 1
-        started = submit_at + args.sbatch_s + args.queue_wait_s
-        train_start = started + args.startup_s
+        if in_job:  # the runner sees Shepherd's word at its next look, then the driver loads the checkpoint
+            started = submit_at + rng.uniform(0, args.runner_poll_s)
+            train_start = started + args.load_s
+        else:
+            out.queue_waits.append(next(waits))
+            started = submit_at + args.sbatch_s + out.queue_waits[-1]
+            train_start = started + args.startup_s
+            limit_end = started + args.time_limit_h * 3600.0 if args.time_limit_h else math.inf
+            spares_left = spares
         start_work = work
         start_step = int(start_work // args.step_s)
-        limit_end = started + args.time_limit_h * 3600.0 if args.time_limit_h else math.inf
         e_event = remaining
         cause = ev.cause
         if train_start + e_event > limit_end:
             e_event, cause = max(0.0, limit_end - train_start), "time_limit"
         hang = ev.hang and cause != "time_limit"
         fail = train_start + e_event
-        cycles = int(e_event // cycle)
-        offset = e_event - cycles * cycle
-        reached_work = (
-            start_work + cycles * args.checkpoint_interval_s + min(offset, args.checkpoint_interval_s)
+        w = train(
+            start_work, train_start, e_event, args.checkpoint_interval_s, args.checkpoint_save_s, args.step_s
         )
-        kept_work = start_work + cycles * args.checkpoint_interval_s
-        ckpts = [
-            (int((start_work + k * args.checkpoint_interval_s) // args.step_s), train_start + k * cycle)
-            for k in range(1, cycles + 1)
-        ]
-        stretches = [("checkpointing", t - args.checkpoint_save_s, t) for _, t in ckpts]
-        if offset > args.checkpoint_interval_s:
-            stretches.append(("checkpointing", fail - (offset - args.checkpoint_interval_s), fail))
+        reached_work, kept_work, offset, ckpts, stretches = (
+            w.reached_work,
+            w.kept_work,
+            w.offset,
+            w.ckpts,
+            w.stretches,
+        )
         decider.attempt_row(n, submit_at, started, None, start_step, by_human=by_human)
+        decider.startup_s = train_start - started  # the first step's banner comes after start-up or loading
         if cause == "done":
             end = fail + args.job_exit_s
             out.attempts.append(
@@ -459,14 +678,20 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
                 cause, args.log_flush_s
             )
             visible = fail + delay
+            # the driver's exit: with the runner it ends the driver run (the job waits for Shepherd's word)
             job_end = visible + (0.0 if cause == "host" else args.job_exit_s)
+        # With the runner the job outlives its driver (a host's NODE_FAIL, a time limit, a preemption end it).
+        runner_waits = keeps_job and cause not in ("host", "time_limit", "planned")
         saved_steps += [s for s, _ in ckpts]
         # -- who sees it, when, and what they do --------------------------------------------------------
         stop = None
-        if strategy == "shepherd":
+        restart_in_place = False
+        if strategy in DECIDERS:
             cpu0 = time.perf_counter()
             if hang:
                 seen = fail  # the last progress: the stall timer runs from here
+            elif runner_waits and cause == "software" and not ev.recognised:
+                seen = job_end + rng.uniform(0, s.watch.poll_interval_s)  # the runner's exit report, read
             elif cause in ("time_limit", "planned") or (cause == "software" and not ev.recognised):
                 seen = next_poll(job_end, poll, phase)  # a Slurm state: the next poll sees it
             else:
@@ -474,10 +699,11 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
             m = decider.match(n, started, "hang" if hang else cause, ev, seen=seen, until=limit_end)
             if m is None and hang:  # the time limit came first: TIMEOUT, seen at the next poll
                 seen = next_poll(limit_end, poll, phase)
+                runner_waits = False  # the time limit ended the job
                 m = decider.match(n, started, "time_limit", ev, seen=seen, until=limit_end)
             detected = m.evidence.at if m is not None and hang else seen
             if m is None:  # no rule: the job ends FAILED, seen at the next poll (Actions.on_unmatched_end)
-                detected = next_poll(job_end, poll, phase)
+                detected = seen if runner_waits and not hang else next_poll(job_end, poll, phase)
                 m = unrecognised_resume(
                     RUN, n, JobState.FAILED, "no rule recognised the failure",
                     step_before=start_step, step_after=saved_steps[-1], at=detected,
@@ -494,10 +720,31 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
             # A resume waits for Slurm to say the job is gone, at the fast cadence (loops.poll_interval).
             fast = isinstance(decision, Resume) and job_end > detected
             gone = next_poll(job_end, s.slurm.poll_interval_s if fast else poll, phase)
-            if isinstance(decision, Resume):
+            if isinstance(decision, Resume) and runner_waits:
+                # The runner reported the driver's exit; Shepherd's word is written once it has both.
+                word = max(decision.at, job_end + rng.uniform(0, s.watch.poll_interval_s))
+                restart_in_place = may_restart_in_place(
+                    decision,
+                    job_running=word - job_end <= args.runner_wait_s
+                    and word + args.runner_poll_s + args.load_s < limit_end,
+                    spare_left=spares_left > 0,
+                    head_node=ev.node == HEAD_NODE,
+                )
+            if restart_in_place:
+                assert isinstance(decision, Resume)
+                resubmit, selector = word, decision.selector
+                spares_left -= 1 if decision.exclude_node else 0
+                out.in_place.append(("hang" if hang else cause, n))
+            elif isinstance(decision, Resume):
+                if runner_waits:  # the job outlived its driver: Shepherd cancels it, then resubmits
+                    job_end = detected + args.cancel_s
+                    gone = next_poll(job_end, s.slurm.poll_interval_s, phase)
                 resubmit = max(decision.at, gone)
                 selector = decision.selector
             else:
+                if runner_waits:  # Shepherd cancels the job it gave up on (the runner's bound would end it)
+                    job_end = detected + args.cancel_s
+                    gone = next_poll(job_end, poll, phase)
                 stop = decision.reason if isinstance(decision, GiveUp) else "no rule recognised the failure"
                 resubmit = max(detected, gone) + args.human_reaction_s + args.human_resubmit_s
                 selector = "latest"
@@ -515,11 +762,11 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
         chosen = choose(discover(listing), selector).checkpoint
         resume_step = chosen.step if chosen is not None else 0
         rule = cause
-        if strategy == "shepherd":
+        if strategy in DECIDERS:
             rule = m.rule if m is not None else UNRECOGNISED
         category = (
             m.category
-            if strategy == "shepherd" and m is not None
+            if strategy in DECIDERS and m is not None
             else (
                 "time_limit" if cause == "time_limit" else "preemption" if cause == "planned" else "failure"
             )
@@ -549,6 +796,7 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
         work = resume_step * args.step_s
         submit_at = resubmit
         by_human = stop is not None
+        in_job = restart_in_place
         if cause == "time_limit":
             remaining -= e_event  # the failure clock ran; the trace's event still lies ahead
         else:
@@ -559,7 +807,9 @@ def simulate(strategy: str, events: list[Event], args: argparse.Namespace, rules
 
 def summarise(out: Outcome, args: argparse.Namespace) -> dict[str, Any]:
     c: Cost = cost(out.attempts, now=out.attempts[-1].ended_at or 0.0)
-    reserved = c.wall_s * args.gpus / 3600.0
+    held = args.gpus + out.spare_gpus  # spare nodes' GPUs are held too, idle: lost GPU-hours
+    reserved = c.wall_s * held / 3600.0
+    in_place = {n for _, n in out.in_place}
     by_cause: dict[str, list[float]] = {}
     for f in c.failures:
         cause = out.causes[f.attempt - 1]
@@ -567,7 +817,7 @@ def summarise(out: Outcome, args: argparse.Namespace) -> dict[str, Any]:
     unexpected = [o for _, o in out.overhead]
     return {
         "goodput": c.gpu_hours["productive"] / reserved,
-        "job_goodput": c.goodput,
+        "job_goodput": c.goodput * args.gpus / held if c.goodput is not None else None,
         "wall_days": c.wall_s / 86400.0,
         "productive_days": c.seconds["productive"] / 86400.0,
         "attempts": c.attempts,
@@ -586,6 +836,112 @@ def summarise(out: Outcome, args: argparse.Namespace) -> dict[str, Any]:
             for k in sorted({stop_kind(r) for r in out.stops})
         },
         "decision_cpu_ms_p50": 1000 * statistics.median(out.decision_cpu_s) if out.decision_cpu_s else None,
+        "restarts_in_place": {
+            k: sum(1 for cz, _ in out.in_place if cz == k) for k in sorted({cz for cz, _ in out.in_place})
+        },
+        "queue_s_max_in_place": max((f.requeue_s for f in c.failures if f.attempt in in_place), default=0.0),
+        "submissions": len(out.queue_waits),
+        "queue_wait_s_mean": statistics.fmean(out.queue_waits) if out.queue_waits else 0.0,
+        "spare_gpus": out.spare_gpus,
+        "spare_gpu_hours": c.wall_s * out.spare_gpus / 3600.0,
+    }
+
+
+def side_by_side(
+    by_queue: dict[str, dict[str, dict[str, Any]]],
+    queues: tuple[QueueModel, ...],
+    args: argparse.Namespace,
+    mtbf: float,
+) -> dict[str, Any]:
+    """Every strategy under every queue model, the ratios to the ceiling and issue 31's goals: the lines to
+    print ("lines") and the last line's keys."""
+    k = spare_nodes(args)
+    interval = young_daly_interval_s(args.checkpoint_save_s, mtbf)
+    shared = next(q for q in queues if q.sigma > 0)
+    z90 = statistics.NormalDist().inv_cdf(0.9)
+    lq = [shared.median_s * math.exp(-z90 * shared.sigma), shared.median_s * math.exp(z90 * shared.sigma)]
+    mean = shared.median_s * math.exp(shared.sigma**2 / 2)
+    lines = [
+        "",
+        "keeping the allocation (issue 31), per queue model: reservation "
+        f"{args.queue_wait_s:.0f} s per submission; shared_cluster lognormal, median "
+        f"{shared.median_s / 60:.0f} min, sigma {shared.sigma:g} (p10 {lq[0] / 60:.0f} min, p90 "
+        f"{lq[-1] / 60:.0f} min, mean {mean / 60:.0f} min; seeded, the same draws for every strategy)",
+        f"  in place: a restart costs --load-s {args.load_s:.0f} s after the decision (of "
+        f"{args.startup_s:.0f} s start-up); spares: K = {k} nodes ({8 * k} GPUs, idle until used, counted "
+        f"lost), from {sum(CAUSES[c] for c in SPARE_CAUSES)} GPU/HBM faults in {args.days:g} days per "
+        f"{args.time_limit_h:g} h job, + 1; ceiling: checkpoint every {interval / 60:.1f} min (Young/Daly, "
+        f"{args.checkpoint_save_s:.0f} s save, {mtbf / 3600:.2f} h MTBF), each failure "
+        f"{args.load_s:.0f} s + redone work",
+        f"  {'strategy':<16}"
+        + "".join(f"{q.name + ' gp':>18}{'/ceiling':>9}{'ovh/MTBF':>9}" for q in queues)
+        + f"{'in place (res)':>16}",
+    ]
+    out: dict[str, Any] = {}
+    for q in queues:
+        r = by_queue[q.name]
+        ceiling = r["ceiling"]["goodput"]
+        out[q.name] = {
+            "goodput": {st: round(r[st]["goodput"], 5) for st in ALL_STRATEGIES},
+            "ratio_to_ceiling": {st: round(r[st]["goodput"] / ceiling, 5) for st in ALL_STRATEGIES},
+            "overhead_fraction_of_mtbf": {
+                st: round(r[st]["overhead_s_per_failure"] / mtbf, 5) for st in ("resubmit", *DECIDERS[1:])
+            },
+            "restarts_in_place": {
+                st: r[st]["restarts_in_place"] for st in ("in_place", "in_place_spares", "ceiling")
+            },
+            "queue_s_max_in_place": {
+                st: round(r[st]["queue_s_max_in_place"], 1)
+                for st in ("in_place", "in_place_spares", "ceiling")
+            },
+            "queue_wait_s_mean": round(r["resubmit"]["queue_wait_s_mean"], 1),
+            "spare_gpu_hours": round(r["in_place_spares"]["spare_gpu_hours"], 1),
+        }
+    for st in ALL_STRATEGIES:
+        row = f"  {st:<16}"
+        for q in queues:
+            o = out[q.name]
+            ovh = o["overhead_fraction_of_mtbf"].get(st)
+            row += f"{100 * o['goodput'][st]:>17.2f}%{o['ratio_to_ceiling'][st]:>9.3f}"
+            row += f"{100 * ovh:>8.2f}%" if ovh is not None else f"{'-':>9}"
+        n_in = sum(out["reservation"]["restarts_in_place"].get(st, {}).values())
+        lines.append(
+            row + (f"{n_in:>16}" if st in ("in_place", "in_place_spares", "ceiling") else f"{'-':>16}")
+        )
+    ratio_shared = out["shared_cluster"]["ratio_to_ceiling"]["in_place_spares"]
+    ratio_res = out["reservation"]["ratio_to_ceiling"]["in_place_spares"]
+    ovh = max(v for o in (out[q.name] for q in queues) for v in o["overhead_fraction_of_mtbf"].values())
+    goals = {
+        "in_place_spares_vs_ceiling_shared_cluster": {
+            "ratio": ratio_shared,
+            "goal": 0.95,
+            "met": ratio_shared >= 0.95,
+        },
+        "in_place_spares_vs_ceiling_reservation": {
+            "ratio": ratio_res,
+            "goal": 0.97,
+            "met": ratio_res >= 0.97,
+        },
+        "shepherd_overhead_fraction_of_mtbf_max": {"fraction": ovh, "goal": 0.01, "met": ovh < 0.01},
+    }
+    lines.append(
+        f"goals: in place + spares / ceiling on shared_cluster {ratio_shared:.3f} (>= 0.95: "
+        f"{'met' if ratio_shared >= 0.95 else 'NOT met'}), on reservation {ratio_res:.3f} (>= 0.97: "
+        f"{'met' if ratio_res >= 0.97 else 'NOT met'}); Shepherd's overhead per failure, worst of resubmit, "
+        f"in place and in place + spares under both queue models: {100 * ovh:.2f}% of the MTBF (< 1%: "
+        f"{'met' if ovh < 0.01 else 'NOT met'})"
+    )
+    return {
+        "lines": lines,
+        **out,
+        "goals": goals,
+        "spare_nodes": k,
+        "young_daly_interval_s": round(interval, 1),
+        "load_s": args.load_s,
+        "queue_models": {
+            q.name: {"median_s": q.median_s, "sigma": q.sigma, "kind": "lognormal" if q.sigma else "constant"}
+            for q in queues
+        },
     }
 
 
@@ -671,6 +1027,34 @@ def main() -> int:
     )
     ap.add_argument("--human-resubmit-s", type=float, default=120.0, help="a human's resubmission")
     ap.add_argument(
+        "--load-s",
+        type=float,
+        default=300.0,
+        help="a restart in place after its decision: loading the checkpoint alone (of --startup-s)",
+    )
+    ap.add_argument(
+        "--runner-poll-s", type=float, default=5.0, help="the job-side runner looks for Shepherd's word"
+    )
+    ap.add_argument(
+        "--runner-wait-s",
+        type=float,
+        default=600.0,
+        help="the runner's bound on waiting for Shepherd's word before it ends the job",
+    )
+    ap.add_argument(
+        "--shared-queue-median-s", type=float, default=1200.0, help="shared_cluster: the queue wait's median"
+    )
+    ap.add_argument(
+        "--shared-queue-sigma", type=float, default=1.0, help="shared_cluster: the lognormal's sigma"
+    )
+    ap.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="simulate this part of the campaign (failure counts and days alike, the same MTBF): the unit "
+        "test runs a smaller one",
+    )
+    ap.add_argument(
         "--fixed-hang-bound-s",
         type=float,
         default=1800.0,
@@ -685,8 +1069,21 @@ def main() -> int:
     check_lines(default_rules)
     rules = default_rules  # the shipped rollouts-stalled: learnt from the run's steps (rules/rhythm.py)
     events = trace(args)
-    mtbf = args.days * 86400.0 / sum(CAUSES.values())
-    res = {st: summarise(simulate(st, events, args, rules), args) for st in STRATEGIES}
+    by_cause, planned, total = counts(args)
+    mtbf = total / sum(by_cause.values())
+    queues = (
+        QueueModel("reservation", args.queue_wait_s),
+        QueueModel("shared_cluster", args.shared_queue_median_s, args.shared_queue_sigma),
+    )
+    by_queue: dict[str, dict[str, dict[str, Any]]] = {}
+    for q in queues:
+        got = {
+            st: summarise(simulate(st, events, args, rules, q), args) for st in (*STRATEGIES, *DECIDERS[1:])
+        }
+        got["resubmit"] = got["shepherd"]  # today's Shepherd: every recovery goes back through Slurm
+        got["ceiling"] = summarise(simulate_ceiling(events, args, q, mtbf), args)
+        by_queue[q.name] = {st: got[st] for st in ALL_STRATEGIES}
+    res = by_queue["reservation"]
     fixed = summarise(simulate("shepherd", events, args, stall_rules(args.fixed_hang_bound_s)), args)
     elapsed = time.perf_counter() - t0
 
@@ -696,8 +1093,8 @@ def main() -> int:
     )
     hangs = sum(1 for e in events if e.hang)
     print(
-        f"trace: {sum(CAUSES.values())} unexpected failures ({hangs} silent hangs) + {PLANNED} planned over "
-        f"{args.days:g} days on {args.gpus} GPUs; MTBF {mtbf / 3600:.2f} h; checkpoint every "
+        f"trace: {sum(by_cause.values())} unexpected failures ({hangs} silent hangs) + {planned} planned "
+        f"over {total / 86400:g} days on {args.gpus} GPUs; MTBF {mtbf / 3600:.2f} h; checkpoint every "
         f"{args.checkpoint_interval_s / 60:.0f} min ({args.checkpoint_save_s:.0f} s save)"
     )
     print(f"Shepherd's hang detection: {hang_model}")
@@ -725,7 +1122,7 @@ def main() -> int:
     sh = res["shepherd"]
     frac = sh["overhead_s_per_failure"] / mtbf
     fixed_frac = fixed["overhead_s_per_failure"] / mtbf
-    best = sh["goodput"] >= max(r["goodput"] for r in res.values())
+    best = sh["goodput"] >= max(res[st]["goodput"] for st in STRATEGIES)
     print(
         f"\nShepherd's own overhead per failure (visible -> decided -> resubmitted): "
         f"{sh['overhead_s_per_failure']:.0f} s = {100 * frac:.2f}% of the MTBF (goal < 1%: "
@@ -751,6 +1148,9 @@ def main() -> int:
     print(
         f"Shepherd has the best goodput of the three: {'yes' if best else 'NO'}; simulated in {elapsed:.1f} s"
     )
+    side = side_by_side(by_queue, queues, args, mtbf)
+    for line in side.pop("lines"):
+        print(line)
 
     last = {
         "goodput": {st: round(res[st]["goodput"], 5) for st in STRATEGIES},
@@ -768,12 +1168,19 @@ def main() -> int:
             "goodput": round(fixed["goodput"], 5),
         },
         "elapsed_s": round(elapsed, 1),
+        **side,
     }
     if not args.no_save:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(
             json.dumps(
-                {"params": vars(args), "strategies": res, "with_fixed_hang_bound": fixed, "summary": last},
+                {
+                    "params": vars(args),
+                    "strategies": {st: res[st] for st in STRATEGIES},
+                    "with_fixed_hang_bound": fixed,
+                    "by_queue_model": by_queue,
+                    "summary": last,
+                },
                 indent=2,
                 default=str,
             )

@@ -3,6 +3,7 @@ literals (Hyperscan or gated `bytes.find`), and the priority order in which rule
 
 from __future__ import annotations
 
+import heapq
 import importlib
 import re
 from collections.abc import Iterable, Sequence
@@ -73,7 +74,7 @@ class RuleSet:
     literals: tuple[str, ...] = ()
     unfiltered: tuple[CompiledRule, ...] = ()  # rules with a log regex that has no prefilter
     literal_bytes: tuple[bytes, ...] = ()
-    gates: tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...] = ()  # pure-Python prefilter plan
+    _gates: tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...] | None = None
     _per_source: dict[str, tuple[CompiledRule, ...]] = field(default_factory=dict)
     # rules whose regex went over its CPU budget on one event (matcher.py): name -> why; not run again
     quarantined: dict[str, str] = field(default_factory=dict)
@@ -86,6 +87,12 @@ class RuleSet:
     _hs_regex: Any = None
     _hs_regex_tried: bool = False
     _hs_untrusted: Any = None
+
+    def gates(self) -> tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...]:
+        """The pure-Python prefilter plan (plan_gates), made on first use: Hyperscan never needs it."""
+        if self._gates is None:
+            self._gates = plan_gates(self.literal_bytes)
+        return self._gates
 
     def hyperscan_db(self) -> Any:
         """A Hyperscan database of the literals (None when hyperscan is not installed): one pass for all."""
@@ -204,7 +211,6 @@ def compile_rules(
         by_name={r.name: r for r in compiled},
         literals=tuple(minimal),
         literal_bytes=tuple(x.encode() for x in minimal),
-        gates=plan_gates([x.encode() for x in minimal]),
         unfiltered=tuple({r.name: r for r in unfiltered}.values()),
         trusted_patterns=trusted_patterns,
         learning=tuple(r for r in compiled if any(t.learn is not None for t in r.stalled)),
@@ -231,28 +237,50 @@ def plan_gates(literals: Sequence[bytes]) -> tuple[tuple[bytes, tuple[tuple[byte
     Each pass costs a full `bytes.find` scan, so 65 literals cost 65 scans; a substring like ``Error`` shared
     by 15 literals replaces 15 scans with one (plus a cheap `startswith` check at each of its rare hits).
     Gates must look unusual (a capital, a digit or ``_``, >= 4 bytes) and not be common log tokens.
+    Greedy set cover, picking the substring that covers most of the remaining literals (then the longest,
+    then the greatest); the candidates are listed once and their counts refreshed lazily, since a count only
+    falls (re-listing them at every pick cost seconds per rule set once the rules had ~200 literals).
     """
+    cands: dict[bytes, set[bytes]] = {}
+    for lit in set(literals):
+        for n in range(4, min(len(lit), 12) + 1):
+            for i in range(len(lit) - n + 1):
+                sub = lit[i : i + n]
+                if sub in cands:
+                    cands[sub].add(lit)
+                    continue
+                if not any(65 <= c <= 90 or c == 95 or 48 <= c <= 57 for c in sub):
+                    continue
+                if any(tok in sub or sub in tok for tok in _COMMON_TOKENS):
+                    continue
+                cands[sub] = {lit}
     remaining = set(literals)
+    heap = [(-len(lits), -len(sub), _Desc(sub)) for sub, lits in cands.items()]
+    heapq.heapify(heap)
     gates: list[tuple[bytes, tuple[tuple[bytes, int], ...]]] = []
-    while remaining:
-        cands: dict[bytes, set[bytes]] = {}
-        for lit in remaining:
-            for n in range(4, min(len(lit), 12) + 1):
-                for i in range(len(lit) - n + 1):
-                    sub = lit[i : i + n]
-                    if not any(65 <= c <= 90 or c == 95 or 48 <= c <= 57 for c in sub):
-                        continue
-                    if any(tok in sub or sub in tok for tok in _COMMON_TOKENS):
-                        continue
-                    cands.setdefault(sub, set()).add(lit)
-        best = max(cands.items(), key=lambda kv: (len(kv[1]), len(kv[0]), kv[0]), default=None)
-        if best is None or len(best[1]) < 2:
-            gates.extend((lit, ((lit, 0),)) for lit in sorted(remaining))
+    while heap:
+        neg_count, neg_len, desc = heapq.heappop(heap)
+        covered = cands[desc.key] & remaining
+        if len(covered) != -neg_count:  # stale: some of its literals were covered by an earlier gate
+            if covered:
+                heapq.heappush(heap, (-len(covered), neg_len, desc))
+            continue
+        if len(covered) < 2:
             break
-        gate, covered = best
-        gates.append((gate, tuple(sorted((lit, lit.index(gate)) for lit in covered))))
+        gates.append((desc.key, tuple(sorted((lit, lit.index(desc.key)) for lit in covered))))
         remaining -= covered
+    gates.extend((lit, ((lit, 0),)) for lit in sorted(remaining))
     return tuple(gates)
+
+
+@dataclass(frozen=True, slots=True)
+class _Desc:
+    """Orders bytes greatest first, so a min-heap breaks ties towards the greatest candidate."""
+
+    key: bytes
+
+    def __lt__(self, other: _Desc) -> bool:
+        return self.key > other.key
 
 
 def _compile_hyperscan(literals: Sequence[bytes]) -> Any:

@@ -441,7 +441,7 @@ def _hits_python(rs: RuleSet, data: bytes) -> list[int]:
     hits: list[int] = []
     find = data.find
     starts = data.startswith
-    for gate, members in rs.gates:
+    for gate, members in rs.gates():
         i = find(gate)
         while i >= 0:
             if any(i >= off and starts(lit, i - off) for lit, off in members):

@@ -71,12 +71,18 @@ def by_pid(data: dict[str, object]) -> dict[int, dict[str, object]]:
     return {int(p["pid"]): p for p in procs}
 
 
-def test_py_spy_beside_the_jobs_python_dumps_the_hanging_function(spawn: Spawn) -> None:
-    venv_python = str(REPO / ".venv" / "bin" / "python")
-    if not (REPO / ".venv" / "bin" / "py-spy").exists():
+def test_py_spy_beside_the_jobs_python_dumps_the_hanging_function(spawn: Spawn, tmp_path: Path) -> None:
+    spy = REPO / ".venv" / "bin" / "py-spy"
+    if not spy.exists():
         pytest.skip("py-spy is not installed in .venv (scripts/setup installs the trainer extra)")
-    pid = spawn(venv_python, "4242001", False)
-    other = spawn(venv_python, "4242999", False)  # another job's process
+    # The job's bin/ holds its Python and py-spy, and no `ray`: the venv's would make the probe ask a Ray
+    # that is not there (`ray status` waits for a GCS until the probe's 10-s bound, twice).
+    job_bin = tmp_path / "job" / "bin"
+    job_bin.mkdir(parents=True)
+    (job_bin / "python").symlink_to(sys.executable)
+    (job_bin / "py-spy").symlink_to(spy)
+    pid = spawn(str(job_bin / "python"), "4242001", False)
+    other = spawn(str(job_bin / "python"), "4242999", False)  # another job's process
     found = by_pid(probe("4242001", "/usr/bin:/bin"))
     assert other not in found
     p = found[pid]

@@ -12,7 +12,8 @@ from supervisor.report.text import duration
 def _mtbf_source(m: Mtbf) -> str:
     if m.source == "run":
         return f"this run's: {m.failures} failures in {duration(m.hours * 3600)} of running"
-    return f"all runs': {m.failures} failures in {m.hours:.1f} node-hours, for this run's nodes"
+    node_time = duration(m.hours * 3600)
+    return f"all runs': {m.failures} failures in {node_time} of node time, for this run's nodes"
 
 
 def _missing(a: Advice) -> str:
@@ -38,9 +39,13 @@ def optimum_text(a: Advice) -> str:
     if a.optimum_s is None or a.save_s is None or a.mtbf is None:
         return f"Young/Daly: not measured yet ({_missing(a)})"
     steps = f"{a.optimum_steps} steps = " if a.optimum_steps is not None else ""
+    # Young/Daly's first-order optimum assumes a save much shorter than the MTBF.
+    rough = (
+        "; first-order only: the save is not small against the MTBF" if a.save_s * 10 > a.mtbf.seconds else ""
+    )
     return (
         f"Young/Daly: {steps}{duration(a.optimum_s)} from a {duration(a.save_s)} save (median of {a.saves}) "
-        f"and a {duration(a.mtbf.seconds)} MTBF ({_mtbf_source(a.mtbf)})"
+        f"and a {duration(a.mtbf.seconds)} MTBF ({_mtbf_source(a.mtbf)}{rough})"
     )
 
 

@@ -102,3 +102,8 @@ def test_the_report_shows_it_per_run_in_text_and_json(root: Path, capsys: pytest
     assert by_id[RUN]["young_daly_steps"] == 66 and by_id[RUN]["next_save_period"] == 20
     assert by_id[RUN]["mtbf_source"] == "run" and by_id[RUN]["interval_s"] == pytest.approx(100.0)
     assert by_id[CALM]["young_daly_s"] is None
+
+
+def test_a_save_not_small_against_the_mtbf_is_flagged_as_first_order_only() -> None:
+    a = advise([60.0], 10.0, Exposure(3, 3 * 300.0), None, nodes=1, period=10)  # 1-min saves, 5-min MTBF
+    assert optimum_text(a).endswith("; first-order only: the save is not small against the MTBF)")

@@ -17,8 +17,8 @@ class Clock:
         return self.now
 
 
-def failed_hours(store: Store, clock: Clock, run_id: str, attempts: int) -> None:
-    """`attempts` attempts of `run_id`, each failing after an hour of running (category `failure`)."""
+def failed_hours(store: Store, clock: Clock, run_id: str, attempts: int, running_s: float = HOUR) -> None:
+    """`attempts` attempts of `run_id`, each failing after `running_s` (an hour) of running."""
     for n in range(1, attempts + 1):
         store.begin_attempt(run_id, lambda n: f"{run_id}-a{n}", {"ckpt_step_at_submit": None})
         store.attempt_submitted(run_id, n, str(100 + n))
@@ -26,8 +26,8 @@ def failed_hours(store: Store, clock: Clock, run_id: str, attempts: int) -> None
         start = clock.now
         for s in range(1, 20):
             store.record_step(run_id, n, s, start + STEP_S * s)
-        clock.now = start + HOUR
-        store.record_decision(
+        clock.now = start + running_s
+        decision = store.record_decision(
             run_id,
             n,
             rule="nccl-error",
@@ -36,6 +36,10 @@ def failed_hours(store: Store, clock: Clock, run_id: str, attempts: int) -> None
             reason="NCCL timeout",
             evidence={"seen_at": clock.now, "policy": {"category": "failure"}},
         )
+        assert decision is not None
+        store.set_decision_outcome(
+            decision, f"resuming as attempt {n + 1}"
+        )  # carried out, as the daemon does
         store.observe_attempt(
             run_id, n, slurm_state="FAILED", reason=None, nodes="n1", exit_code=1, ended=True
         )

@@ -39,6 +39,7 @@ SAVE_PERIOD_KEY = "checkpointing.save_period"  # NeMo RL's key; our trainer read
 PERSON_SET_KEY = f"command+{SAVE_PERIOD_KEY}"  # how a person's `--set command+=...` is recorded (changes.py)
 MAX_TIMED_SAVES = 20  # the newest steps timed per dir: enough for a median, a bounded number of stats
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
+ALL_EVENTS = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +89,9 @@ def store_side(
         marks.setdefault(s.attempt, []).append((s.step, s.at))
     attempts = store.attempts(run.id)
     previous = attempts[-1].overrides.get("save_period") if attempts else None
-    person = any(
-        e.kind == "spec-changed" and e.data.get("key") == PERSON_SET_KEY for e in store.events(run.id)
+    person = any(  # every event: a person's setting must not fall out of a window of recent ones
+        e.kind == "spec-changed" and e.data.get("key") == PERSON_SET_KEY
+        for e in store.events(run.id, limit=ALL_EVENTS)
     )
     if not with_cluster or own.failures >= MIN_FAILURES:
         cluster = None

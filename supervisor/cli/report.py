@@ -44,6 +44,8 @@ def parse_since(text: str) -> float:
 def interval_advice(store: Store, runs: Sequence[RunRow], now: float) -> dict[str, Advice]:
     """Each run's Young/Daly interval beside its own (runs with a checkpoint dir); all runs' failure rate is
     read once, for the runs with too few failures of their own."""
+    if not any(r.spec.checkpoint is not None for r in runs):
+        return {}
     cluster = cluster_exposure(store, now)
     out = {}
     for r in runs:

@@ -20,6 +20,8 @@ def _missing(a: Advice) -> str:
     parts = []
     if a.save_s is None:
         parts.append("no save timed yet")
+    elif a.save_s <= 0:
+        parts.append("the saves were quicker than the files' timestamps can tell")
     if a.mtbf is None:
         here = f"{a.own.failures} failure(s) in {duration(a.own.seconds)} of running here"
         there = f", {a.cluster.failures} in all runs" if a.cluster is not None else ""

@@ -107,3 +107,10 @@ def test_the_report_shows_it_per_run_in_text_and_json(root: Path, capsys: pytest
 def test_a_save_not_small_against_the_mtbf_is_flagged_as_first_order_only() -> None:
     a = advise([60.0], 10.0, Exposure(3, 3 * 300.0), None, nodes=1, period=10)  # 1-min saves, 5-min MTBF
     assert optimum_text(a).endswith("; first-order only: the save is not small against the MTBF)")
+
+
+def test_saves_too_quick_for_the_timestamps_are_said_to_be_so() -> None:
+    a = advise([0.0, 0.0], 10.0, Exposure(3, 3 * HOUR), None, nodes=1, period=10)
+    assert optimum_text(a) == (
+        "Young/Daly: not measured yet (the saves were quicker than the files' timestamps can tell)"
+    )

@@ -285,6 +285,13 @@ def polling_load_line(settings: Settings, now: float) -> str | None:
 def cmd_status(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     store = open_store(settings)
+    try:
+        return _status(args, settings, store)
+    finally:
+        store.close()  # `watch` and callers in one process (tests, scripts) ask again and again
+
+
+def _status(args: argparse.Namespace, settings: Settings, store: Store) -> int:
     if args.run:
         try:
             run = run_named(store, args.run)

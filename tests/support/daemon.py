@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -11,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 REPO = Path(__file__).resolve().parents[2]
 SHEPHERD = [sys.executable, "-m", "supervisor.cli"]
@@ -101,18 +104,40 @@ class DaemonProcess:
     def status(self, run: str | None = None) -> Any:
         """The JSON status; for a spec still in the queue, state UNCLAIMED (REJECTED once the intake refused
         it); for a run id nobody printed, an empty dict."""
+        code, out, err = self.status_json(run)
+        if run is None and code != 0:
+            raise AssertionError(f"shepherd status --json failed ({code}): {err}\n{out}")
+        return json.loads(out) if code == 0 else {}
+
+    def status_json(self, run: str | None = None) -> tuple[int, str, str]:
+        """`shepherd status --json [RUN]`: exit code, stdout, stderr. The same CLI code, run in this process
+        with the daemon's environment when the daemon runs this checkout's code: tests ask for it in wait
+        loops several times a second, and a new interpreter per ask (~0.7 s of CPU for its imports) was a
+        large share of the integration tier's CPU on 2 cores. Another `shepherd` (an installed wheel's) is
+        asked as a subprocess."""
         args = ["status", "--json"] + ([run] if run else [])
-        res = self.cli(*args, check=run is None)
-        return json.loads(res.stdout) if res.returncode == 0 else {}
+        if self.shepherd != SHEPHERD:
+            res = self.cli(*args, check=False)
+            return res.returncode, res.stdout, res.stderr
+        from supervisor.cli.main import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with (
+            mock.patch.dict(os.environ, self.env, clear=True),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+            contextlib.chdir(self.cwd),
+        ):
+            code = main(["--root", str(self.root), *args])
+        return code, out.getvalue(), err.getvalue()
 
     def wait_state(self, run: str, states: set[str] | str, timeout: float = 90.0) -> dict[str, Any]:
         wanted = {states} if isinstance(states, str) else states
 
         def check() -> Any:
-            res = self.cli("status", "--json", run, check=False)
-            if res.returncode != 0:
+            s = self.status(run)
+            if not s:
                 return None  # not claimed from the queue yet
-            s = json.loads(res.stdout)
             if s["state"] == "REJECTED" and "REJECTED" not in wanted:  # it never will be: say why at once
                 raise AssertionError(f"{run} was rejected at intake: {s['reasons']}")
             return s if s["state"] in wanted else None

@@ -46,13 +46,14 @@ Issue 31 ("keep the allocation") adds four, each under two queue models:
     resubmit         today's Shepherd: the `shepherd` strategy under its issue-31 name (one simulation).
     in_place         Shepherd's same decisions, but its job-side runner keeps the Slurm job when the driver
                      exits: a resume the policy allows restarts inside the running job when the job still
-                     runs and the rule's fix needs no other allocation (`may_restart_in_place`, the bench's
-                     mirror of docs/policy.md's rule). The runner's exit report is read like a log file
-                     (watch.poll_interval_s), the runner sees Shepherd's word within --runner-poll-s, and the
-                     restart costs only --load-s (loading, 300 s of the 600 s start-up): no sbatch, no queue,
-                     no Ray start. A host failure (NODE_FAIL ends the job), a time limit, a preemption, a fix
-                     that needs another allocation (excluding a node, sbatch arguments), a human's resume or
-                     a word later than the runner's bound (--runner-wait-s) resubmits as today.
+                     runs and the rule's fix needs no other allocation (the daemon's own rule,
+                     supervisor/decide/inplace.py's can_restart_in_place). The runner's exit report is read
+                     like a log file (watch.poll_interval_s), the runner sees Shepherd's word within
+                     --runner-poll-s, and the restart costs only --load-s (loading, 300 s of the 600 s
+                     start-up): no sbatch, no queue, no Ray start. A host failure (NODE_FAIL ends the job), a
+                     time limit, a preemption, a fix that needs another allocation (excluding a node, sbatch
+                     arguments), a human's resume or a word later than the runner's bound (--runner-wait-s)
+                     resubmits as today.
     in_place_spares  as in_place, each job holding K spare nodes: a GPU or HBM fault on a node that stays up
                      (the rule excludes the node) restarts in place without that node while a spare is left
                      and the node is not the head node. K = the GPU/HBM faults expected in one job's length
@@ -113,6 +114,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from supervisor.decide.checkpoints import choose, discover
 from supervisor.decide.history import attempt_records, policy_config
+from supervisor.decide.inplace import can_restart_in_place
 from supervisor.decide.interval import young_daly_interval_s
 from supervisor.decide.plan import GiveUp, Resume, plan_match, unrecognised_resume
 from supervisor.domain.jobstate import JobState
@@ -308,20 +310,6 @@ def trace(args: argparse.Namespace) -> list[Event]:
 
 def next_poll(t: float, period: float, phase: float) -> float:
     return phase + math.ceil((t - phase) / period) * period
-
-
-def may_restart_in_place(resume: Resume, *, job_running: bool, spare_left: bool, head_node: bool) -> bool:
-    """Whether a resume the policy allowed restarts inside the running job.
-
-    The bench's own predicate, mirroring docs/policy.md's rule for restarts in place (issue 31), to be
-    replaced by supervisor/decide/inplace.py's can_restart_in_place once the daemon has it: the job still
-    runs (its runner waits for Shepherd's word within its bound, before the time limit), the rule's fix needs
-    no other allocation (no sbatch arguments, mounts or end of the job), and the budget allows (plan_match
-    returned this Resume). Excluding the failing node needs another allocation unless a spare node is left
-    and the node is not the head node (the driver and Ray's GCS run there)."""
-    if not job_running or resume.sbatch_args or resume.mounts or resume.let_job_finish:
-        return False
-    return not resume.exclude_node or (spare_left and not head_node)
 
 
 def spare_nodes(args: argparse.Namespace) -> int:
@@ -723,7 +711,7 @@ def simulate(
             if isinstance(decision, Resume) and runner_waits:
                 # The runner reported the driver's exit; Shepherd's word is written once it has both.
                 word = max(decision.at, job_end + rng.uniform(0, s.watch.poll_interval_s))
-                restart_in_place = may_restart_in_place(
+                restart_in_place = can_restart_in_place(
                     decision,
                     job_running=word - job_end <= args.runner_wait_s
                     and word + args.runner_poll_s + args.load_s < limit_end,

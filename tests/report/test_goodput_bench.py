@@ -136,7 +136,7 @@ def test_idle_spare_gpus_count_as_lost_gpu_hours() -> None:
 
 
 def test_a_restart_in_place_needs_a_running_job_and_no_other_allocation() -> None:
-    may = goodput.may_restart_in_place
+    may = goodput.can_restart_in_place
     resume = Resume("latest", 0.0, "budget allows")
     exclude = Resume("latest", 0.0, "budget allows", exclude_node=True)
     assert may(resume, job_running=True, spare_left=False, head_node=False)

@@ -1,0 +1,113 @@
+"""The daemon's half of the job-side runner's protocol (runner.sh's header is the other half): where its
+files live and what they say, as pure functions, so a restart in place is data the tests can read."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+RUNNER = "runner.sh"
+END = "end"  # the last line of every complete file (a word, a report)
+SCRIPT_END = "# end"  # the last line of a complete run-K.sh
+DEFAULT_WAIT_S = 600  # the runner's bound on Shepherd's silence (SHEPHERD_RUNNER_WAIT_S)
+ENV_DIR = "SHEPHERD_RUNNER_DIR"
+ENV_WAIT = "SHEPHERD_RUNNER_WAIT_S"
+ENV_POLL = "SHEPHERD_RUNNER_POLL_S"
+Word = Literal["run", "end"]
+
+
+def script_text() -> str:
+    """runner.sh as shipped in the package."""
+    return (resources.files("supervisor.slurm.launchers") / RUNNER).read_text(encoding="utf-8")
+
+
+def runner_dir(base: Path, job_id: str, restart: int = 0) -> Path:
+    """`<base>/<jobid>-runner`, or `<jobid>-<restart>-runner` after a requeue (as runner.sh names it)."""
+    return base / (f"{job_id}-{restart}-runner" if restart > 0 else f"{job_id}-runner")
+
+
+def wrap(argv: Sequence[str], runner: Path) -> list[str]:
+    """The driver's argv run under the runner."""
+    return ["sh", str(runner), *argv]
+
+
+def wrap_shell(command: str, runner: Path) -> str:
+    """A shell command string (NeMo RL's COMMAND) run under the runner."""
+    return shlex.join(["sh", str(runner), "bash", "-c", command])
+
+
+@dataclass(frozen=True, slots=True)
+class DriverExit:
+    """What the runner reported when driver run `run` of the job exited."""
+
+    run: int
+    code: int
+    at: float
+
+
+def complete_lines(text: str, mark: str = END) -> list[str] | None:
+    """The lines of a file the runner or the daemon wrote, or None while it is not complete."""
+    lines = text.splitlines()
+    return lines if lines and lines[-1] == mark else None
+
+
+def _fields(lines: Sequence[str]) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def parse_exit(text: str) -> DriverExit | None:
+    """An `exit-K` report, or None while it is incomplete or malformed."""
+    lines = complete_lines(text)
+    if lines is None:
+        return None
+    f = _fields(lines)
+    try:
+        return DriverExit(int(f["run"]), int(f["code"]), float(f["at"]))
+    except (KeyError, ValueError):
+        return None
+
+
+def exit_name(run: int) -> str:
+    return f"exit-{run}"
+
+
+def word_name(run: int) -> str:
+    return f"word-{run}"
+
+
+def script_name(run: int) -> str:
+    return f"run-{run}.sh"
+
+
+def word_text(word: Word, *, attempt: int, delay_s: float = 0.0) -> str:
+    """Shepherd's word after a driver run: `run` (again, as `attempt`) or `end` (the job)."""
+    return f"word={word}\nattempt={attempt}\ndelay_s={max(0, round(delay_s))}\n{END}\n"
+
+
+def parse_word(text: str) -> tuple[Word, int] | None:
+    """A word file read back (the daemon's pickup after a restart), or None while incomplete."""
+    lines = complete_lines(text)
+    if lines is None:
+        return None
+    f = _fields(lines)
+    word = f.get("word")
+    if word not in ("run", "end"):
+        return None
+    try:
+        return ("run" if word == "run" else "end"), int(f.get("attempt", "0"))
+    except ValueError:
+        return None
+
+
+def run_script(argv: Sequence[str], env: Mapping[str, str]) -> str:
+    """A driver run's command with its fix: the environment it adds, then the driver exec'ed (every word
+    quoted for POSIX sh: nothing in it is interpreted)."""
+    lines = ["#!/bin/sh"]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items() if k.isidentifier()]
+    lines.append(f"exec {shlex.join(argv)}")
+    lines.append(SCRIPT_END)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,124 @@
+"""The job-side runner (runner.sh, POSIX sh) and the daemon's half of its protocol (runner.py).
+
+The script runs for real under dash here: each case has its words written before it needs them, or a bound
+of zero, so nothing waits."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from supervisor.slurm.launchers import runner
+
+SH = shutil.which("dash") or "/bin/sh"
+
+
+def run_runner(tmp: Path, *argv: str, wait_s: int = 0) -> subprocess.CompletedProcess[str]:
+    script = tmp / "runner.sh"
+    script.write_text(runner.script_text())
+    env = {
+        "PATH": os.environ["PATH"],
+        "SLURM_JOB_ID": "4242",
+        "BASE_LOG_DIR": str(tmp),
+        runner.ENV_WAIT: str(wait_s),
+        runner.ENV_POLL: "1",
+    }
+    return subprocess.run(
+        [SH, str(script), *argv], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def put(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_a_runner_nobody_answers_ends_the_job_with_the_drivers_code_and_says_so(tmp_path: Path) -> None:
+    done = run_runner(tmp_path, "sh", "-c", "echo training; exit 3", wait_s=0)
+    d = runner.runner_dir(tmp_path, "4242")
+    assert done.returncode == 3
+    assert "training" in done.stdout
+    assert "no word from Shepherd within 0s: ending the job with the driver's code 3" in done.stdout
+    report = runner.parse_exit((d / "exit-1").read_text())
+    assert report is not None and (report.run, report.code) == (1, 3)
+    assert (d / "ended").read_text().splitlines() == ["run=1", "code=3", "why=bound", "end"]
+
+
+def test_run_again_runs_shepherds_command_with_its_fix_inside_the_same_job(tmp_path: Path) -> None:
+    d = runner.runner_dir(tmp_path, "4242")
+    out = tmp_path / "second.txt"
+    put(
+        d / runner.script_name(2),
+        runner.run_script(["sh", "-c", f'echo "$FIX" > {out}; exit 0'], {"FIX": "it's ok"}),
+    )
+    put(d / runner.word_name(1), runner.word_text("run", attempt=2))
+    put(d / runner.word_name(2), runner.word_text("end", attempt=2))
+    done = run_runner(tmp_path, "sh", "-c", "exit 1", wait_s=30)
+    assert done.returncode == 0  # the last driver run's code
+    assert out.read_text() == "it's ok\n"
+    assert "driver run 2 starting in place (attempt 2)" in done.stdout
+    assert [runner.parse_exit((d / f"exit-{k}").read_text()) is not None for k in (1, 2)] == [True, True]
+
+
+def test_a_word_that_comes_while_the_driver_still_runs_stops_it_first(tmp_path: Path) -> None:
+    put(runner.runner_dir(tmp_path, "4242") / "word-1", runner.word_text("end", attempt=1))
+    done = run_runner(tmp_path, "sh", "-c", "exec sleep 50", wait_s=30)  # a hang Shepherd decided on
+    assert done.returncode == 143  # killed by the TERM
+    assert "still runs: stopping it" in done.stdout
+
+
+def test_end_the_job_exits_with_the_drivers_code(tmp_path: Path) -> None:
+    put(runner.runner_dir(tmp_path, "4242") / "word-1", runner.word_text("end", attempt=1))
+    done = run_runner(tmp_path, "sh", "-c", "exit 5", wait_s=30)
+    assert done.returncode == 5
+    assert "end the job (code 5)" in done.stdout
+
+
+def test_a_half_written_word_is_never_trusted(tmp_path: Path) -> None:
+    put(runner.runner_dir(tmp_path, "4242") / "word-1", "word=run\nattempt=2\n")  # no `end` yet
+    done = run_runner(tmp_path, "sh", "-c", "exit 7", wait_s=0)
+    assert done.returncode == 7
+    assert "no word from Shepherd" in done.stdout
+
+
+def test_run_again_without_a_complete_command_ends_the_job(tmp_path: Path) -> None:
+    d = runner.runner_dir(tmp_path, "4242")
+    put(d / runner.script_name(2), "#!/bin/sh\nexec true\n")  # no `# end`: incomplete
+    put(d / runner.word_name(1), runner.word_text("run", attempt=2))
+    done = run_runner(tmp_path, "sh", "-c", "exit 4", wait_s=30)
+    assert done.returncode == 4
+    assert "missing or incomplete" in done.stdout
+
+
+def test_a_requeued_job_starts_afresh_in_its_own_folder() -> None:
+    assert runner.runner_dir(Path("/logs"), "77") == Path("/logs/77-runner")
+    assert runner.runner_dir(Path("/logs"), "77", restart=2) == Path("/logs/77-2-runner")
+
+
+def test_files_count_only_once_complete() -> None:
+    assert runner.parse_exit("run=2\ncode=1\nat=1700000000\nend\n") == runner.DriverExit(2, 1, 1700000000.0)
+    assert runner.parse_exit("run=2\ncode=1\n") is None
+    assert runner.parse_word(runner.word_text("run", attempt=3, delay_s=12.4)) == ("run", 3)
+    assert runner.parse_word("word=run\n") is None
+
+
+def test_the_command_script_quotes_every_word_for_posix_sh() -> None:
+    text = runner.run_script(
+        ["python", "train.py", "a=$(rm -rf /)", "b c"], {"HF_HOME": "/x y", "BAD-NAME": "v"}
+    )
+    assert text.splitlines() == [
+        "#!/bin/sh",
+        "export HF_HOME='/x y'",
+        "exec python train.py 'a=$(rm -rf /)' 'b c'",
+        "# end",
+    ]
+
+
+@pytest.mark.parametrize("command", ["python t.py 'x=1'"])
+def test_a_shell_command_is_run_under_the_runner_by_bash(command: str) -> None:
+    wrapped = runner.wrap_shell(command, Path("/r/runner.sh"))
+    assert wrapped == "sh /r/runner.sh bash -c 'python t.py '\"'\"'x=1'\"'\"''"

@@ -29,9 +29,11 @@ from supervisor.act.checkpoints import newest_checkpoint_step, resolve_checkpoin
 from supervisor.act.curves import run_points
 from supervisor.act.decisive import decisive_lines
 from supervisor.act.forensics import Forensics
+from supervisor.act.inplace import WordTaken, give_run, job_runner_dir, read_exit
 from supervisor.decide import staging
 from supervisor.decide.checkpoints import choose_in_dir
 from supervisor.decide.history import attempt_records, policy_config
+from supervisor.decide.inplace import in_place_refusal
 from supervisor.decide.plan import (
     Alert,
     Cancel,
@@ -55,7 +57,7 @@ from supervisor.decide.stacks import StackSummary
 from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.notices import Level, Notice
 from supervisor.domain.overrides import AttemptOverrides
-from supervisor.domain.runs import UNRECOGNISED, AttemptRow, DecisionRow, RunRow, RunState
+from supervisor.domain.runs import UNRECOGNISED, AttemptRow, AttemptState, DecisionRow, RunRow, RunState
 from supervisor.domain.spec import JobSpec
 from supervisor.faultpoints import crash_point
 from supervisor.notify.plot import render_curves
@@ -68,6 +70,10 @@ from supervisor.rules.engine import Evidence, Match, load_ruleset, spec_ruleset
 from supervisor.rules.state import looks_like_ip
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError, SlurmUnavailable
+from supervisor.slurm.command import as_argv, driver_command
+from supervisor.slurm.launchers.runner import run_script
+from supervisor.slurm.reconcile import in_place_tag
+from supervisor.slurm.submit import attempt_log_base
 from supervisor.store import Store
 
 log = structlog.get_logger(__name__)
@@ -594,7 +600,6 @@ class Actions:
             pinned=plan.before_step is not None or plan.selector != "latest",
             planned=planned,
         )
-        stopped = "" if plan.let_job_finish else await self._stop_job(attempt)
         at = max(plan.at, self.clock())
         delay = max(0.0, at - self.clock())
         changes = [f"{k}={v}" for k, v in plan.env.items()]
@@ -603,6 +608,24 @@ class Actions:
             changes.append(f"--exclude={node}")
         changes += list(plan.sbatch_args)
         what = f"resuming from {Path(ckpt).name}" if ckpt else f"resuming without a checkpoint ({why})"
+        same_period = replace(overrides, save_period=prev.save_period)  # tuned only at a submission
+        kept = self._restart_in_place(run, attempt, spec, plan, same_period, planned=planned, delay=delay)
+        if kept is not None:
+            detail = f"{what} {kept} in {delay:.0f}s; {plan.why}" + (
+                f"; changed: {', '.join(changes)}" if changes else ""
+            )
+            return Done(
+                detail,
+                said=f"{resumed(ckpt, attempt.n + 1, delay, why)} {kept}",
+                kind="resumed",
+                text=f"{detail}. {why}",
+                fields={
+                    "checkpoint": ckpt or "-",
+                    "attempt": str(attempt.n + 1),
+                    "changes": ", ".join(changes) or "-",
+                },
+            )
+        stopped = "" if plan.let_job_finish else await self._stop_job(attempt)
         detail = f"{what} in {delay:.0f}s; {plan.why}" + (
             f"; changed: {', '.join(changes)}" if changes else ""
         )
@@ -619,6 +642,82 @@ class Actions:
                 "changes": ", ".join(changes) or "-",
             },
         )
+
+    def _restart_in_place(
+        self,
+        run: RunRow,
+        attempt: AttemptRow,
+        spec: JobSpec,
+        plan: Resume,
+        overrides: AttemptOverrides,
+        *,
+        planned: bool,
+        delay: float,
+    ) -> str | None:
+        """Attempt n+1 as the next driver run inside attempt n's running job, its word given to the job's
+        runner under the store's transaction (decide/inplace.py says when); returns what was done in words,
+        or None when the resume goes through Slurm as before (the reason is logged)."""
+        if not spec.resume.in_place or not attempt.overrides.get("runner"):
+            return None
+        fresh = self.store.get_attempt(run.id, attempt.n) or attempt
+        job = fresh.job_id
+        base, _ = attempt_log_base(spec, self.settings.runs_dir / run.id, attempt.overrides)
+        d = job_runner_dir(base, job) if job else None
+        # The job runs while its runner does (it has not written `ended`): Slurm's state, read at the last
+        # poll, may still say PENDING for a driver that crashed within seconds.
+        running = (
+            fresh.state == AttemptState.SUBMITTED
+            and not JobState.from_slurm(fresh.slurm_state or "PENDING").is_terminal
+            and d is not None
+            and not (d / "ended").exists()
+        )
+        why = in_place_refusal(
+            plan,
+            job_running=running,
+            planned=planned,
+            container=spec.container is not None,
+            delay_s=delay,
+            wait_s=spec.resume.in_place_wait_s,
+        )
+        latest = self.store.latest_attempt(run.id)
+        if why is None and overrides.pinned:
+            why = "a chosen checkpoint is staged at submission"
+        if why is None and latest is not None and latest.n != attempt.n:
+            why = "a newer attempt exists"
+        if why is not None or d is None or job is None:
+            log.info("resuming through Slurm, not in place", run_id=run.id, attempt=attempt.n, why=why)
+            return None
+        k = int(attempt.overrides.get("driver_run") or 1)
+        n = attempt.n + 1
+        report = read_exit(d, k)
+        record = {
+            **overrides.to_dict(),
+            "runner": True,
+            "driver_run": k + 1,
+            "origin": int(attempt.overrides.get("origin") or attempt.n),
+            "ckpt_step_at_submit": newest_checkpoint_step(spec, overrides.checkpoint_dir),
+        }
+        env = {**overrides.env, "SHEPHERD_ATTEMPT": str(n)}
+        if overrides.checkpoint:
+            env["SHEPHERD_RESUME_FROM"] = overrides.checkpoint
+        if overrides.checkpoint_dir:
+            env["SHEPHERD_CHECKPOINT_DIR"] = overrides.checkpoint_dir
+        script = run_script(as_argv(driver_command(spec, overrides)), env)
+        said = f"in place: driver run {k + 1} of Slurm job {job}, no sbatch"
+        try:
+            self.store.restart_in_place(
+                fresh,
+                in_place_tag(run.id, n, int(record["origin"])),
+                record,
+                exit_code=report.code if report else None,
+                ended_at=report.at if report else None,
+                message=f"attempt {n} restarted {said}",
+                give_word=lambda n: give_run(d, k, attempt=n, script=script, delay_s=delay),
+            )
+        except (WordTaken, OSError) as exc:
+            log.warning("could not restart in place; resuming through Slurm", run_id=run.id, error=str(exc))
+            return None
+        return said
 
     async def _give_up(self, run: RunRow, attempt: AttemptRow, reason: str, m: Match) -> Done:
         stopped = await self._stop_job(attempt)
@@ -711,6 +810,11 @@ class Actions:
             except SlurmError as exc:
                 log.warning("could not ask Slurm which node has an address", address=m.node, error=str(exc))
         return None
+
+    def decided(self, run_id: str, n: int) -> bool:
+        """Whether a decision that changes the run's course exists for attempt n (the runner's answer waits
+        for none)."""
+        return self._decided(run_id, n)
 
     def _decided(self, run_id: str, n: int) -> bool:
         """Whether a decision that changes the run's course (not a mere alert) exists for attempt n."""

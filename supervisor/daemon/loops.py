@@ -52,7 +52,7 @@ from supervisor.service.watchdog import (
 )
 from supervisor.settings import Settings
 from supervisor.slurm.client import Fenced, SlurmClient, SlurmError, SlurmRejected, SlurmUnavailable
-from supervisor.slurm.launchers import layout
+from supervisor.slurm.launchers import layout, runner
 from supervisor.slurm.parse import JobObservation, make_job_name
 from supervisor.slurm.reconcile import AttemptUpdate, reconcile, sacct_needed
 from supervisor.slurm.submit import build_submit_request
@@ -433,6 +433,9 @@ class Daemon:
         overrides = await self._tuned_save_period(run, overrides)
         # What existed at submission: the policy's measure of whether this attempt made progress.
         record = {**overrides.to_dict(), "ckpt_step_at_submit": newest_checkpoint_step(spec)}
+        runner_script = self.settings.runs_dir / run.id / runner.RUNNER if spec.resume.in_place else None
+        if runner_script is not None:  # the job reads it from the run's folder (shared, like its logs)
+            record["runner"] = True
         attempt = self.store.begin_attempt(
             run.id, lambda n: make_job_name(run.id, n), record, generation=self.generation
         )
@@ -466,8 +469,12 @@ class Daemon:
             secret_env=secret_env,
             secret_names=slack.secret_env_names(),
             secret_values=self._daemon_secrets(),
+            runner_script=runner_script,
         )
         Path(req.env["BASE_LOG_DIR"]).mkdir(parents=True, exist_ok=True)
+        if runner_script is not None:
+            runner_script.parent.mkdir(parents=True, exist_ok=True)
+            runner_script.write_text(runner.script_text(), encoding="utf-8")
         key = (run.id, attempt.n)
         self.in_flight.add(key)
         self._flown.add(key)

@@ -29,6 +29,7 @@ import anyio
 import anyio.to_thread
 import structlog
 
+from supervisor.act import inplace
 from supervisor.act.actions import Actions
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.notices import Notice
@@ -77,6 +78,7 @@ from supervisor.watch.wandb_link import wandb_run_url
 
 log = structlog.get_logger(__name__)
 
+RUNNER_SETTLE_S = 10.0  # after a failed driver run, how long the rules may take to decide before the job ends
 DRAIN_AFTER_END_S = 15.0  # keep reading an ended attempt's files this long: the last lines land late
 REFRESH_EVERY_S = 10.0
 ENDED_STALL_SOURCE = "shepherd-monitor"  # the source name of the line the ENDED check feeds the rules
@@ -162,6 +164,10 @@ class AttemptWatch:
     open_marks: dict[str, int] = field(default_factory=dict)  # stretch kind -> its mark row
     wandb_url: str | None = None  # the W&B run page its logs named (read off the loop, recorded on it)
     wandb_noted: str | None = None  # the one recorded and announced
+    driver_run: int | None = None  # its driver run within the job, when it runs under Shepherd's runner
+    runner_dir: Path | None = None  # the runner's folder, once the job made it
+    driver_exit_seen: float | None = None  # when the runner's report of the driver's exit was first read
+    answered: bool = False  # the runner has its word for this driver run (or a decision gives it)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -273,6 +279,8 @@ class Monitor:
         if spec.trainer_log_dir is not None:
             w.status = StatusReader(spec.trainer_log_dir / STATUS_FILE)
         w.marks = self._mark_tracker(run, attempt)
+        if spec.resume.in_place and attempt.overrides.get("runner"):
+            w.driver_run = int(attempt.overrides.get("driver_run") or 1)
         w.driver_exited_at = self._recover_driver_exit(w)
         # One verdict for all of a run's log paths: polled when any of them is on a shared filesystem (an
         # adopted job's output file may live elsewhere than its log folders).
@@ -709,6 +717,41 @@ class Monitor:
         )
         return scan_lines(w.rules, w.state, [line], ENDED_STALL_SOURCE, 1, now)
 
+    def answer_runner(self, w: AttemptWatch, now: float) -> None:
+        """The runner waits for a word after each driver exit: when no decision resumed the attempt in place
+        (Actions) the job is told to end, at once after a clean exit, else once the rules had RUNNER_SETTLE_S
+        to read the driver's last lines; the job's end is then handled as any other."""
+        if w.driver_run is None or w.answered or w.ended_at is not None:
+            return
+        if w.runner_dir is None:
+            w.runner_dir = inplace.job_runner_dir(w.log_base, w.job_id)
+            if w.runner_dir is None:
+                return
+        report = inplace.read_exit(w.runner_dir, w.driver_run)
+        if report is None:
+            return
+        if w.driver_exit_seen is None:
+            w.driver_exit_seen = now
+        if self.actions.decided(w.run_id, w.n):
+            w.answered = True  # the decision (a resume in place, or a cancel) is the answer
+            return
+        if report.code != 0 and now - w.driver_exit_seen < RUNNER_SETTLE_S:
+            return
+        w.answered = True
+        try:
+            given = inplace.give_end(w.runner_dir, w.driver_run, attempt=w.n)
+        except OSError as exc:
+            log.warning("could not tell the job's runner to end the job", run_id=w.run_id, error=str(exc))
+            return
+        if given:
+            self.store.add_event(
+                w.run_id,
+                w.n,
+                "runner-ended",
+                f"driver run {w.driver_run} of Slurm job {w.job_id} exited with code {report.code}:"
+                " the job ends (no restart in place)",
+            )
+
     def persist_progress(self, w: AttemptWatch) -> None:
         """The progress snapshot `status` and `watch` show, with what the run's rhythm taught so far."""
         learnt = {k: r.learnt().to_dict() for k, r in w.state.rhythms.items() if r.samples}
@@ -909,6 +952,7 @@ class Monitor:
                 matches += feed(w.rules, w.state, Tick(now))
                 matches += self.check_ended(w, now)
             await self.dispatch(w, matches)
+            self.answer_runner(w, now)
             self.heartbeats.beat_if_registered(self.LOOP)
         if now - self._progress_saved_at >= 5:
             for w in self.watches.values():

@@ -239,6 +239,18 @@ class ResumeSpec(_Strict):
         default="00:10:00",
         description="how long before the time limit the trainer must have saved (at most a quarter of it)",
     )
+    in_place: bool = Field(
+        default=False,
+        description="run the driver under Shepherd's job-side runner, so that a resume whose fix needs no "
+        "other allocation restarts inside the running Slurm job (docs/policy.md, 'Restart in place')",
+    )
+    in_place_wait_s: int = Field(
+        default=600,
+        ge=0,
+        le=86400,
+        description="how long the runner waits for Shepherd's word after the driver exits; then the job ends "
+        "with the driver's exit code",
+    )
 
     @field_validator("deadline_arg")
     @classmethod

@@ -56,6 +56,23 @@ def adopted_tag(job_id: str) -> str:
     return f"{ADOPTED_TAG_PREFIX}{job_id}"
 
 
+IN_PLACE_TAG_PREFIX = "inplace:"  # a driver run restarted inside the job of an earlier attempt (its tag's)
+
+
+def in_place_tag(run_id: str, n: int, origin: int) -> str:
+    """Attempt n's tag when it runs in the job attempt `origin` submitted: Slurm knows that job by origin's
+    tag (name and comment), so it is found by that, never by its id alone."""
+    return f"{IN_PLACE_TAG_PREFIX}{origin}:{run_id}:{n}"
+
+
+def in_place_origin(tag: str) -> int | None:
+    """The attempt whose job an in-place attempt runs in, from its tag; None for any other tag."""
+    if not tag.startswith(IN_PLACE_TAG_PREFIX):
+        return None
+    origin = tag[len(IN_PLACE_TAG_PREFIX) :].split(":", 1)[0]
+    return int(origin) if origin.isdigit() else None
+
+
 class _Seen:
     """What one Slurm answer says, found by our tag, or by job id for an adopted attempt (its job carries no
     tag of ours; its id is safe to match: we learnt it from Slurm while the job existed)."""
@@ -68,6 +85,10 @@ class _Seen:
     def of(self, a: AttemptRow) -> JobObservation | None:
         if a.tag.startswith(ADOPTED_TAG_PREFIX):
             return self.by_id.get(a.job_id or "")
+        origin = in_place_origin(a.tag)
+        if origin is not None:
+            obs = self.by_tag.get((a.run_id, origin))
+            return obs if obs is not None and obs.job_id == a.job_id else None
         return self.by_tag.get((a.run_id, a.n))
 
 

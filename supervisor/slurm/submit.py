@@ -16,7 +16,7 @@ from supervisor.domain.spec import JobSpec
 from supervisor.slurm.client import SubmitRequest
 from supervisor.slurm.command import as_argv, as_shell, driver_command
 from supervisor.slurm.jobenv import base_environment
-from supervisor.slurm.launchers import layout, nemo_rl, shepherd
+from supervisor.slurm.launchers import layout, nemo_rl, runner, shepherd
 from supervisor.slurm.launchers.layout import FileContract
 from supervisor.slurm.parse import make_comment, make_job_name
 
@@ -62,11 +62,13 @@ def build_submit_request(
     secret_env: Mapping[str, str] | None = None,
     secret_names: Collection[str] = (),
     secret_values: Collection[str] = (),
+    runner_script: Path | None = None,
 ) -> SubmitRequest:
     """The request of one attempt. Its `env` is the job's whole environment (sbatch runs with exactly it):
     the documented base of `environ` (the daemon's; jobenv.py), the spec's `env`, `secret_env` (the run's
     env_files and pass_env values, read by the caller), the resume fix's env, then the launcher's and
-    Shepherd's own variables. `secret_names`/`secret_values`: the daemon's own secrets, never passed on."""
+    Shepherd's own variables. `secret_names`/`secret_values`: the daemon's own secrets, never passed on.
+    `runner_script`: the driver runs under Shepherd's job-side runner (a copy of runner.sh the job reads)."""
     s = spec.slurm
     log_dir = base_log_dir(spec, run_dir)
     nemo = spec.launcher.kind == "nemo-rl"
@@ -119,9 +121,14 @@ def build_submit_request(
         env["SHEPHERD_CHECKPOINT_DIR"] = overrides.checkpoint_dir
     elif spec.checkpoint is not None:
         env["SHEPHERD_CHECKPOINT_DIR"] = str(spec.checkpoint.dir)
+    shell = as_shell(command)
+    argv = as_argv(command)
+    if runner_script is not None:
+        env[runner.ENV_WAIT] = str(spec.resume.in_place_wait_s)
+        shell, argv = runner.wrap_shell(shell, runner_script), runner.wrap(argv, runner_script)
     if nemo:
         image = spec.container.image if spec.container is not None else ""
-        env.update(nemo_rl.env(as_shell(command), image, container_mounts(spec, overrides), s.gpus_per_node))
+        env.update(nemo_rl.env(shell, image, container_mounts(spec, overrides), s.gpus_per_node))
         return SubmitRequest(
             script=spec.launcher.script or Path("ray.sub"),
             script_args=[],
@@ -134,7 +141,7 @@ def build_submit_request(
         env["MOUNTS"] = ",".join(container_mounts(spec, overrides))
     return SubmitRequest(
         script=script or shepherd.script(),
-        script_args=as_argv(command),
+        script_args=argv,
         options=opts,
         env=env,
         workdir=spec.workdir or run_dir,

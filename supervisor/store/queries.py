@@ -252,6 +252,56 @@ class Store:
                 db, run_id, n, "submitted", f"attempt {n} {how}: Slurm job {job_id}", {"job_id": job_id}
             )
 
+    def restart_in_place(
+        self,
+        prev: AttemptRow,
+        tag: str,
+        overrides: dict[str, Any],
+        *,
+        exit_code: int | None,
+        ended_at: float | None,
+        message: str,
+        give_word: Callable[[int], None],
+    ) -> AttemptRow:
+        """Attempt n+1 as the next driver run of attempt n's job (no sbatch: the job's runner runs it), and
+        attempt n ended, in one transaction; `give_word(n + 1)` writes Shepherd's word to the runner inside
+        it, last, so the word exists only if the store says so (it raises: nothing is recorded)."""
+        now = self.clock()
+        n = prev.n + 1
+        with self.tx() as db:
+            db.execute(
+                "UPDATE attempts SET state = ?, ended_at = ?, ended_from = 'runner',"
+                " exit_code = COALESCE(?, exit_code), reason = ? WHERE run_id = ? AND n = ?",
+                (AttemptState.ENDED, ended_at or now, exit_code, message, prev.run_id, prev.n),
+            )
+            db.execute(
+                "INSERT INTO attempts (run_id, n, tag, state, job_id, intent_at, submitted_at, started_at,"
+                " started_from, slurm_state, nodes, overrides_json, checkpoint, generation)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'runner', ?, ?, ?, ?, ?)",
+                (
+                    prev.run_id,
+                    n,
+                    tag,
+                    AttemptState.SUBMITTED,
+                    prev.job_id,
+                    now,
+                    now,
+                    now,
+                    prev.slurm_state,
+                    prev.nodes,
+                    json.dumps(overrides),
+                    overrides.get("checkpoint"),
+                    prev.generation,
+                ),
+            )
+            self._set_run_state(db, prev.run_id, RunState.RUNNING, None, None, None, None)
+            db.execute("UPDATE runs SET final_reason = NULL WHERE id = ?", (prev.run_id,))
+            self._event(db, prev.run_id, n, "restarted-in-place", message, {"job_id": prev.job_id})
+            give_word(n)
+        attempt = self.get_attempt(prev.run_id, n)
+        assert attempt is not None
+        return attempt
+
     def attempt_not_submitted(self, run_id: str, n: int, state: AttemptState, message: str) -> None:
         with self.tx() as db:
             db.execute(

@@ -5,7 +5,14 @@ from dataclasses import replace
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.runs import AttemptRow, AttemptState
 from supervisor.slurm.parse import JobObservation, make_comment, make_job_name
-from supervisor.slurm.reconcile import UpdateKind, adopted_tag, reconcile, sacct_needed
+from supervisor.slurm.reconcile import (
+    UpdateKind,
+    adopted_tag,
+    in_place_origin,
+    in_place_tag,
+    reconcile,
+    sacct_needed,
+)
 
 
 def attempt(
@@ -132,3 +139,13 @@ def test_a_tagged_attempt_is_never_matched_by_id_alone() -> None:
     other = JobObservation("10", "someone-else", JobState.RUNNING)  # the id, but not our tag
     [u] = reconcile([attempt(job_id="10")], [other], [], now=0.0, grace_s=600)
     assert u.kind == UpdateKind.MISSING
+
+
+def test_a_driver_run_restarted_in_place_is_found_by_the_tag_of_the_job_it_runs_in() -> None:
+    second = replace(attempt(n=2), tag=in_place_tag("r1", 2, origin=1))
+    assert in_place_origin(second.tag) == 1 and in_place_origin(make_job_name("r1", 2)) is None
+    [u] = reconcile([second], [obs("10", JobState.RUNNING, n=1)], [], now=100, grace_s=60)
+    assert u.kind is UpdateKind.OBSERVED
+    # The same tag on another job id (a reused id, a requeue under a new id) is not the job it runs in.
+    [gone] = reconcile([second], [obs("11", JobState.RUNNING, n=1)], [], now=100, grace_s=60)
+    assert gone.kind is UpdateKind.MISSING

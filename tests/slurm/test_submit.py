@@ -132,3 +132,28 @@ def test_a_nemo_rl_spec_missing_what_its_ray_sub_needs_is_refused_with_the_reaso
 
 def test_deadlines_are_nemo_rls_dd_hh_mm_ss() -> None:
     assert format_deadline(3 * 86400 + 4 * 3600 + 5 * 60 + 6) == "03:04:05:06"
+
+
+def test_with_restart_in_place_the_driver_runs_under_the_runner_for_either_launcher() -> None:
+    from supervisor.slurm.launchers.runner import ENV_WAIT
+
+    runner = Path("/root/runs/nrl-1/runner.sh")
+    spec = JobSpec.model_validate(
+        {**NEMO, "resume": {**NEMO["resume"], "in_place": True, "in_place_wait_s": 120}}
+    )
+    kw: dict[str, Any] = {"run_id": "nrl-1", "attempt": 1, "run_dir": Path("/root/runs/nrl-1")}
+    nemo = build_submit_request(
+        spec, overrides=AttemptOverrides(), environ={"PATH": "/bin"}, runner_script=runner, **kw
+    )
+    assert nemo.env["COMMAND"].startswith(
+        "sh /root/runs/nrl-1/runner.sh bash -c 'uv run ./examples/run_grpo.py"
+    )
+    assert nemo.env[ENV_WAIT] == "120"
+    ours = JobSpec.model_validate(
+        {"name": "o", "command": ["python", "train.py"], "resume": {"in_place": True}}
+    )
+    req = build_submit_request(
+        ours, overrides=AttemptOverrides(), environ={"PATH": "/bin"}, runner_script=runner, **kw
+    )
+    assert list(req.script_args) == ["sh", str(runner), "python", "train.py"]
+    assert req.env[ENV_WAIT] == "600"

@@ -82,6 +82,7 @@ run_driver() {  # run_driver K ARGV...: the driver's exit code in $code
     # A word for this run while it still runs: Shepherd decided on a hang, the run is stopped.
     (
         while :; do
+            sleep "$POLL_S" > /dev/null 2>&1  # (killed with the watcher, it must not hold the job's output)
             if complete "$DIR/word-$_k"; then
                 say "Shepherd's word came while driver run $_k still runs: stopping it (pid $pid)"
                 kill -TERM "$pid" 2>/dev/null
@@ -92,7 +93,6 @@ run_driver() {  # run_driver K ARGV...: the driver's exit code in $code
                 kill -KILL "$pid" 2>/dev/null
                 exit 0
             fi
-            sleep "$POLL_S" > /dev/null 2>&1  # (killed with the watcher, it must not hold the job's output)
         done
     ) &
     watcher=$!

@@ -1,0 +1,84 @@
+"""The daemon's side of a restart in place, at the edge: reading the runner's reports and writing Shepherd's
+word to it (supervisor/slurm/launchers/runner.py says what the files hold, runner.sh how they are read).
+
+A word is written once: created by a hard link from a finished temporary file, which fails when a word is
+already there, so a `run again` and an `end` can never both reach the runner, nor a word be half-read."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from supervisor.slurm.launchers import runner
+
+_DIR_RE = re.compile(r"^(?P<job>\d+)(?:-(?P<restart>\d+))?-runner$")
+
+
+class WordTaken(Exception):
+    """The runner already has a word for this driver run (Shepherd's `end`, or an earlier `run`)."""
+
+
+def job_runner_dir(base: Path, job_id: str) -> Path | None:
+    """The runner's folder of the job's current start (the highest Slurm restart), None before it exists."""
+    best: tuple[int, Path] | None = None
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return None
+    for p in entries:
+        m = _DIR_RE.match(p.name)
+        if m is None or m.group("job") != job_id:
+            continue
+        restart = int(m.group("restart") or 0)
+        if best is None or restart > best[0]:
+            best = (restart, p)
+    return best[1] if best else None
+
+
+def read_exit(d: Path, run: int) -> runner.DriverExit | None:
+    """The runner's report that driver run `run` exited, once complete."""
+    try:
+        return runner.parse_exit((d / runner.exit_name(run)).read_text(encoding="utf-8"))
+    except OSError:
+        return None
+
+
+def has_word(d: Path, run: int) -> bool:
+    return (d / runner.word_name(run)).exists()
+
+
+def _write_tmp(path: Path, text: str) -> Path:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    return tmp
+
+
+def write_once(path: Path, text: str) -> None:
+    """`text` at `path`, complete or not at all; WordTaken when something is there already."""
+    tmp = _write_tmp(path, text)
+    try:
+        os.link(tmp, path)
+    except FileExistsError as exc:
+        raise WordTaken(str(path)) from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def give_run(d: Path, run: int, *, attempt: int, script: str, delay_s: float) -> None:
+    """Run again: the next run's command first (replacing a leftover of an interrupted try), then the word."""
+    target = d / runner.script_name(run + 1)
+    os.replace(_write_tmp(target, script), target)
+    write_once(d / runner.word_name(run), runner.word_text("run", attempt=attempt, delay_s=delay_s))
+
+
+def give_end(d: Path, run: int, *, attempt: int) -> bool:
+    """End the job after driver run `run`; False when a word was given already."""
+    try:
+        write_once(d / runner.word_name(run), runner.word_text("end", attempt=attempt))
+    except WordTaken:
+        return False
+    return True

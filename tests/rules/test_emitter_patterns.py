@@ -207,6 +207,18 @@ FROM_FORMAT_STRINGS: dict[str, list[str]] = {
 # Round 2 (issue 29): the other wordings, versions and branches of the emitters above and of those that held-out
 # set 1 showed the rules missing, each from its format string (the rule's comment names the file and versions).
 OTHER_WORDINGS: dict[str, list[str]] = {
+    "node-failure": [
+        # ray-project/ray node_manager.cc, 1.x-2.4x
+        "[2026-11-27 10:00:00,000 C 4048 4048] node_manager.cc:1055: [Timeout] Exiting because this node manager has mistakenly been marked as dead by the GCS: GCS failed to check the health of this node for 5 times. This is likely because the machine or raylet has become overloaded.",
+        # ray-project/ray NodeDeathInfo's reason, the second line of an ActorDiedError
+        "\tthe actor's node was terminated unexpectedly: health check failed due to missing too many heartbeats",
+    ],
+    "host-oom": [
+        "(raylet) Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory on this node or reducing task parallelism by requesting more CPUs per task.",
+        # sacct's State column, 10 wide
+        "4242.0       python3.12               default          1 OUT_OF_ME+    0:125",
+        "[ 1234.567] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,oom_memcg=/slurm/uid_1000/job_4242,task_memcg=/slurm/uid_1000/job_4242/step_0,task=python,pid=4242,uid=1000",
+    ],
     "cuda-oom": [
         "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 191.98 GiB of which 1.20 GiB is free.",
         "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (12480). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
@@ -229,6 +241,14 @@ OTHER_WORDINGS: dict[str, list[str]] = {
         "RuntimeError: NCCL communicator init failed: invalid argument (run with NCCL_DEBUG=WARN for details)",
         # NVIDIA/nccl-tests common.h
         "gpu01: Test NCCL failure common.cu:1104 'unhandled system error / '",
+    ],
+    "ray-startup-failed": [
+        "ConnectionError: Could not read 'session_name' from GCS. Did GCS start successfully?",
+        "RuntimeError: Could not read 'session_dir' from GCS (redis). Has redis started correctly on the head node?",
+        "Exception: The current node timed out during startup. This could happen because some of the Ray processes failed to startup.",
+        "RuntimeError: Failed to start GCS.  Last 2 lines of error files:",
+        "F1127 10:00:00.000000 77 gcs_client.cc:71] Check failed: GetGcsServerAddressFromRedis(...) Failed to get gcs server address when init gcs client.",
+        "2021-06-01 10:00:00,000\tERROR gcs_utils.py:137 -- Failed to send request to gcs, reconnecting. Error <_InactiveRpcError of RPC that terminated with:",
     ],
 }
 
@@ -266,6 +286,10 @@ HARMLESS: dict[str, list[str]] = {
     ],
     "host-oom": [
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ],
+    "node-failure": [
+        # the dashboard agent when the raylet got SIGTERM (a job ending, `ray stop`)
+        "(raylet) Raylet is terminated. Termination is graceful.",
     ],
 }
 

@@ -229,6 +229,18 @@ OTHER_WORDINGS: dict[str, list[str]] = {
     "cuda-device-assert": [
         "/pytorch/aten/src/ATen/native/hip/Loss.hip:242: nll_loss_forward_reduce_cuda_kernel_2d: Device-side assertion `t >= 0 && t < n_classes' failed.",
     ],
+    "nan-loss": [
+        # NVIDIA/Megatron-LM training_log in bf16: the NaN loss is left out of the line, the grad norm is printed
+        " iteration      120/   10000 | consumed samples:        15360 | elapsed time per iteration (ms): 812.4 | learning rate: 2.999E-04 | global batch size:   128 | loss scale: 1.0 | grad norm: nan | number of skipped iterations:   0 | number of nan iterations:   0 |",
+        # ... and in fp16, where a skipped step with a NaN loss is counted
+        " iteration      130/   10000 | lm loss: 7.104E+00 | loss scale: 4096.0 | number of skipped iterations:   2 | number of nan iterations:   2 |",
+        # NVIDIA/Megatron-LM rerun_state_machine.py reporting pretrain_gpt.py's check
+        "[rank3]: RuntimeError: Rank 3, node gpu07, device 3, iteration 1201: Unexpected result nan (message='found NaN in local forward loss calculation')",
+        # pytorch/pytorch clip_grad.py
+        "RuntimeError: The total norm of order 2.0 for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`",
+        # NVIDIA/apex amp, the scale collapsed
+        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 1.0",
+    ],
     "nccl-error": [
         # pytorch/pytorch torch/csrc/cuda/nccl.cpp with an old NCCL's error string
         "RuntimeError: NCCL Error 5: invalid usage",
@@ -290,6 +302,11 @@ HARMLESS: dict[str, list[str]] = {
     "node-failure": [
         # the dashboard agent when the raylet got SIGTERM (a job ending, `ray stop`)
         "(raylet) Raylet is terminated. Termination is graceful.",
+    ],
+    "nan-loss": [
+        # fp16 warm-up: NVIDIA/apex halving a large scale, Megatron-DeepSpeed reporting a skipped step's grad norm
+        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",
+        " iteration       12/   10000 | lm loss: 1.051E+01 | loss scale: 65536.0 | grad norm: nan | number of skipped iterations:   1 | number of nan iterations:   0 |",
     ],
 }
 

@@ -262,6 +262,25 @@ OTHER_WORDINGS: dict[str, list[str]] = {
         "F1127 10:00:00.000000 77 gcs_client.cc:71] Check failed: GetGcsServerAddressFromRedis(...) Failed to get gcs server address when init gcs client.",
         "2021-06-01 10:00:00,000\tERROR gcs_utils.py:137 -- Failed to send request to gcs, reconnecting. Error <_InactiveRpcError of RPC that terminated with:",
     ],
+    "hf-rate-limit": [
+        # huggingface_hub 1.x through httpx
+        "httpx.HTTPStatusError: Client error '429 Too Many Requests' for url 'https://huggingface.co/api/models/Qwen/Qwen2.5-1.5B/revision/main'",
+    ],
+    "logger-failure": [
+        "wandb.errors.UsageError: Error communicating with wandb process",
+        "Exception: The wandb backend process has shutdown",
+        "wandb.sdk.service.service.ServiceStartProcessError: The wandb service process exited with 1. Ensure that `sys.executable` is a valid python interpreter.",
+        "wandb.sdk.lib.service.service_port_file.ServicePollForTokenError: wandb-core exited with code 1",
+    ],
+    "disk-full": [
+        # Go's error text (wandb-core)
+        "wandb: ERROR write /scratch/u/wandb/run-20261127_100000-abc/files/output.log: no space left on device",
+        "OSError: Not enough disk space. Needed: 134.92 GiB (download: 41.97 GiB, generated: 92.95 GiB, post-processed: Unknown size)",
+    ],
+    "stale-file-handle": [
+        "open /nfs/run/ckpt/step_40/meta.json: stale NFS file handle",
+        "RuntimeError: read(): fd 17 failed with Input/output error",
+    ],
 }
 
 
@@ -388,3 +407,10 @@ def test_an_illegal_access_that_nccl_reports_after_its_network_failed_is_an_nccl
         owner(rs, "RuntimeError: CUDA error: an illegal memory access was encountered")
         == "cuda-hardware-error"
     )
+
+
+def test_the_wandb_backend_killed_at_the_time_limit_is_the_time_limit(rs: RuleSet) -> None:
+    log = """slurmstepd: error: *** JOB 4242 ON node1 CANCELLED AT 2026-11-27T10:00:00 DUE TO TIME LIMIT ***
+Exception: The wandb backend process has shutdown"""
+    ms = decided(rs, log, "slurm-4242.out")
+    assert ms[-1].rule == "slurm-time-limit"

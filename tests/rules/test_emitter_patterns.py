@@ -217,6 +217,9 @@ OTHER_WORDINGS: dict[str, list[str]] = {
         "(raylet) Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory on this node or reducing task parallelism by requesting more CPUs per task.",
         # sacct's State column, 10 wide
         "4242.0       python3.12               default          1 OUT_OF_ME+    0:125",
+        "[ 1234.568] oom_reaper: reaped process 4242 (python), now anon-rss:0kB, file-rss:0kB, shmem-rss:0kB",
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to allocate 2359296 bytes. Error code 12 (Cannot allocate memory)",
+        "pyarrow.lib.ArrowMemoryError: malloc of size 1073741824 failed",
         "[ 1234.567] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,oom_memcg=/slurm/uid_1000/job_4242,task_memcg=/slurm/uid_1000/job_4242/step_0,task=python,pid=4242,uid=1000",
     ],
     "cuda-oom": [
@@ -225,6 +228,7 @@ OTHER_WORDINGS: dict[str, list[str]] = {
         # NVIDIA/nccl cudawrap.h (driver API, error code first) and alloc.h
         "gpu01:4242:4300 [3] NCCL WARN Cuda failure 2 'out of memory'",
         "gpu01:4242:4300 [3] include/alloc.h:125 NCCL WARN Failed to CUDA malloc 4194304 bytes",
+        "RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED",
     ],
     "cuda-device-assert": [
         "/pytorch/aten/src/ATen/native/hip/Loss.hip:242: nll_loss_forward_reduce_cuda_kernel_2d: Device-side assertion `t >= 0 && t < n_classes' failed.",
@@ -280,6 +284,18 @@ OTHER_WORDINGS: dict[str, list[str]] = {
     "stale-file-handle": [
         "open /nfs/run/ckpt/step_40/meta.json: stale NFS file handle",
         "RuntimeError: read(): fd 17 failed with Input/output error",
+    ],
+    "segfault": [
+        # torvalds/linux show_signal_msg, as dmesg / syslog shows it
+        "[123456.789] python[4242]: segfault at 0 ip 00007f1b5fd568ed sp 00007ffd9b2c1e10 error 4 in libtorch_cuda.so[7f1b5c000000+2a000000]",
+        "subprocess.CalledProcessError: Command '['python', 'convert.py']' died with <Signals.SIGSEGV: 11>.",
+    ],
+    "bus-error": [
+        "subprocess.CalledProcessError: Command '['python', 'prep.py']' died with <Signals.SIGBUS: 7>.",
+    ],
+    "cuda-hardware-error": [
+        "[  12.345678] NVRM: RmInitAdapter failed! (0x26:0x56:1463)",
+        "Failed to initialize NVML: Driver/library version mismatch",
     ],
 }
 

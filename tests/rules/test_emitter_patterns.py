@@ -257,6 +257,9 @@ OTHER_WORDINGS: dict[str, list[str]] = {
         "RuntimeError: NCCL communicator init failed: invalid argument (run with NCCL_DEBUG=WARN for details)",
         # NVIDIA/nccl-tests common.h
         "gpu01: Test NCCL failure common.cu:1104 'unhandled system error / '",
+        # pytorch/pytorch ProcessGroupNCCL.cpp and c10d socket.cpp at the rendezvous
+        "[rank3]: torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer",
+        "torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of (gpu01, 29500). The client socket has failed to connect to gpu01:29500 (errno: 113 - No route to host).",
     ],
     "ray-startup-failed": [
         "ConnectionError: Could not read 'session_name' from GCS. Did GCS start successfully?",
@@ -284,6 +287,9 @@ OTHER_WORDINGS: dict[str, list[str]] = {
     "stale-file-handle": [
         "open /nfs/run/ckpt/step_40/meta.json: stale NFS file handle",
         "RuntimeError: read(): fd 17 failed with Input/output error",
+        "OSError: [Errno 108] Cannot send after transport endpoint shutdown: '/lustre/run/ckpt/step_40'",
+        "OSError: [Errno 121] Remote I/O error",
+        "OSError: [Errno 107] Transport endpoint is not connected: '/mnt/s3/dataset/shard-0007.parquet'",
     ],
     "segfault": [
         # torvalds/linux show_signal_msg, as dmesg / syslog shows it
@@ -297,6 +303,35 @@ OTHER_WORDINGS: dict[str, list[str]] = {
         "[  12.345678] NVRM: RmInitAdapter failed! (0x26:0x56:1463)",
         "Failed to initialize NVML: Driver/library version mismatch",
     ],
+    "vllm-engine-dead": [
+        "(EngineCore_DP0 pid=4956) ERROR 11-27 10:00:00 [core.py:781] RuntimeError: Worker failed with error 'Dimension out of range', please check the stack trace above for the root cause",
+    ],
+    "ray-actor-died": [
+        "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes.",
+    ],
+    "port-in-use": [
+        "E1127 10:00:00.000000000 77 chttp2_server.cc:1051] No address added out of total 1 resolved for '0.0.0.0:6379'",
+    ],
+    "hf-auth": [
+        "huggingface_hub.errors.HfHubHTTPError: \n\n403 Forbidden: Please enable access to public gated repositories in your fine-grained token settings to view this repository..\nCannot access content at: https://huggingface.co/api/models/meta-llama/Llama-3.1-8B.",
+        "huggingface_hub.errors.LocalTokenNotFoundError: Token is required (`token=True`), but no token found. You need to provide a token or be logged in to Hugging Face with `hf auth login`.",
+        "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/api/whoami-v2",
+        "httpx.HTTPStatusError: Client error '403 Forbidden' for url 'https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json'",
+    ],
+    "config-error": [
+        "Cannot find primary config 'grpo_math_1B'. Check that it's in your config search path.",
+        "Missing mandatory value: policy.model_name",
+        "run_grpo_math.py: error: unrecognized arguments: --cluster.gpus_per_node 8",
+        "train.py: error: argument --lr: invalid float value: '1e-6x'",
+        "ValueError: Some specified arguments are not used by the HfArgumentParser: ['--evaluation_strategy', 'no']",
+        "yaml.scanner.ScannerError: mapping values are not allowed here",
+    ],
+    "import-error": [
+        "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version",
+        "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
+        "RuntimeError: The detected CUDA version (12.1) mismatches the version that was used to compile PyTorch (11.8). Please make sure to use the same CUDA versions.",
+        "ImportError: No module named flash_attn_cuda",
+    ],
 }
 
 
@@ -308,10 +343,14 @@ HARMLESS: dict[str, list[str]] = {
     ],
     "import-error": [
         "WARNING: apex not available: ModuleNotFoundError: No module named 'apex', falling back to torch",
+        # pytorch/pytorch torch/cuda/__init__.py when a process only asks is_available()
+        "/opt/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11040).",
         "transformer_engine is optional: ImportError: cannot import name 'te_checkpoint'",
     ],
     "port-in-use": [
         "INFO: Port 8000 is in use (Address already in use), trying another port",
+        # grpc/grpc: a partial bind (no IPv6 on the node) is a warning
+        "I1127 10:00:00.000000000 77 chttp2_server.cc:985] WARNING: UNKNOWN:Only 1 addresses added out of total 2 resolved",
     ],
     "hf-rate-limit": [
         "WARNING:huggingface_hub.utils._http:HTTP Error 429 thrown while requesting GET https://huggingface.co/api/models/x",

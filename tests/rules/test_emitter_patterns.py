@@ -332,6 +332,12 @@ OTHER_WORDINGS: dict[str, list[str]] = {
         "RuntimeError: The detected CUDA version (12.1) mismatches the version that was used to compile PyTorch (11.8). Please make sure to use the same CUDA versions.",
         "ImportError: No module named flash_attn_cuda",
     ],
+    "container-import-failed": [
+        # NVIDIA/pyxis 0.20+ with an importer, and enroot's refusal as pyxis reprints its log
+        "slurmstepd: error: pyxis: importer /usr/share/pyxis/importers/hf failed with exit code 1",
+        "slurmstepd: error: pyxis: container exited too soon",
+        "slurmstepd: error: pyxis:     [ERROR] No such file or directory: /lustre/images/nemo-rl-v0.4.sqsh",
+    ],
 }
 
 
@@ -366,6 +372,8 @@ HARMLESS: dict[str, list[str]] = {
     ],
     "container-import-failed": [
         "reward server: request returned error code: 404 Not Found",
+        # NVIDIA/pyxis forwarding a cancellation to its child
+        "slurmstepd: error: pyxis: received SIGTERM, forwarding to child 4242",
     ],
     "disk-full": [
         "checkpoint saved to /lustre/ckpt/step_40 (12.1 GB, 402 GB free)",

@@ -71,7 +71,7 @@ from supervisor.rules.state import looks_like_ip
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError, SlurmUnavailable
 from supervisor.slurm.command import as_argv, driver_command
-from supervisor.slurm.launchers.runner import run_script
+from supervisor.slurm.launchers.runner import run_script, runner_key
 from supervisor.slurm.reconcile import in_place_tag
 from supervisor.slurm.submit import attempt_log_base
 from supervisor.store import Store
@@ -662,7 +662,8 @@ class Actions:
         fresh = self.store.get_attempt(run.id, attempt.n) or attempt
         job = fresh.job_id
         base, _ = attempt_log_base(spec, self.settings.runs_dir / run.id, attempt.overrides)
-        d = job_runner_dir(base, job) if job else None
+        origin = int(attempt.overrides.get("origin") or attempt.n)
+        d = job_runner_dir(base, runner_key(origin)) if job else None
         # The job runs while its runner does (it has not written `ended`): Slurm's state, read at the last
         # poll, may still say PENDING for a driver that crashed within seconds.
         running = (
@@ -694,7 +695,7 @@ class Actions:
             **overrides.to_dict(),
             "runner": True,
             "driver_run": k + 1,
-            "origin": int(attempt.overrides.get("origin") or attempt.n),
+            "origin": origin,
             "ckpt_step_at_submit": newest_checkpoint_step(spec, overrides.checkpoint_dir),
         }
         env = {**overrides.env, "SHEPHERD_ATTEMPT": str(n)}
@@ -707,7 +708,7 @@ class Actions:
         try:
             self.store.restart_in_place(
                 fresh,
-                in_place_tag(run.id, n, int(record["origin"])),
+                in_place_tag(run.id, n, origin),
                 record,
                 exit_code=report.code if report else None,
                 ended_at=report.at if report else None,

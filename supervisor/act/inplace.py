@@ -12,15 +12,15 @@ from pathlib import Path
 
 from supervisor.slurm.launchers import runner
 
-_DIR_RE = re.compile(r"^(?P<job>\d+)(?:-(?P<restart>\d+))?-runner$")
+_DIR_RE = re.compile(r"^(?P<key>\w+?)(?:-(?P<start>\d+))?-runner$")
 
 
 class WordTaken(Exception):
     """The runner already has a word for this driver run (Shepherd's `end`, or an earlier `run`)."""
 
 
-def job_runner_dir(base: Path, job_id: str) -> Path | None:
-    """The runner's folder of the job's current start (the highest Slurm restart), None before it exists."""
+def job_runner_dir(base: Path, key: str) -> Path | None:
+    """The runner's folder of the job's newest start (runner.runner_dir), None before one exists."""
     best: tuple[int, Path] | None = None
     try:
         entries = list(base.iterdir())
@@ -28,11 +28,11 @@ def job_runner_dir(base: Path, job_id: str) -> Path | None:
         return None
     for p in entries:
         m = _DIR_RE.match(p.name)
-        if m is None or m.group("job") != job_id:
+        if m is None or m.group("key") != key:
             continue
-        restart = int(m.group("restart") or 0)
-        if best is None or restart > best[0]:
-            best = (restart, p)
+        start = int(m.group("start") or 0)
+        if best is None or start > best[0]:
+            best = (start, p)
     return best[1] if best else None
 
 

@@ -51,7 +51,7 @@ from supervisor.rules.engine import (
 from supervisor.rules.rhythm import Rhythm
 from supervisor.service.watchdog import HeartbeatRegistry
 from supervisor.settings import Settings, WatchSettings
-from supervisor.slurm.launchers import layout
+from supervisor.slurm.launchers import layout, runner
 from supervisor.slurm.launchers import shepherd as shepherd_launcher
 from supervisor.slurm.launchers.layout import FileContract
 from supervisor.slurm.submit import attempt_log_base, file_contract
@@ -165,7 +165,7 @@ class AttemptWatch:
     wandb_url: str | None = None  # the W&B run page its logs named (read off the loop, recorded on it)
     wandb_noted: str | None = None  # the one recorded and announced
     driver_run: int | None = None  # its driver run within the job, when it runs under Shepherd's runner
-    runner_dir: Path | None = None  # the runner's folder, once the job made it
+    runner_key: str = ""  # what the runner's folders are named after (runner.runner_key)
     driver_exit_seen: float | None = None  # when the runner's report of the driver's exit was first read
     answered: bool = False  # the runner has its word for this driver run (or a decision gives it)
 
@@ -281,6 +281,7 @@ class Monitor:
         w.marks = self._mark_tracker(run, attempt)
         if spec.resume.in_place and attempt.overrides.get("runner"):
             w.driver_run = int(attempt.overrides.get("driver_run") or 1)
+            w.runner_key = runner.runner_key(int(attempt.overrides.get("origin") or attempt.n))
         w.driver_exited_at = self._recover_driver_exit(w)
         # One verdict for all of a run's log paths: polled when any of them is on a shared filesystem (an
         # adopted job's output file may live elsewhere than its log folders).
@@ -723,11 +724,10 @@ class Monitor:
         to read the driver's last lines; the job's end is then handled as any other."""
         if w.driver_run is None or w.answered or w.ended_at is not None:
             return
-        if w.runner_dir is None:
-            w.runner_dir = inplace.job_runner_dir(w.log_base, w.job_id)
-            if w.runner_dir is None:
-                return
-        report = inplace.read_exit(w.runner_dir, w.driver_run)
+        d = inplace.job_runner_dir(w.log_base, w.runner_key)  # looked up again: a requeue makes a new one
+        if d is None:
+            return
+        report = inplace.read_exit(d, w.driver_run)
         if report is None:
             return
         if w.driver_exit_seen is None:
@@ -739,7 +739,7 @@ class Monitor:
             return
         w.answered = True
         try:
-            given = inplace.give_end(w.runner_dir, w.driver_run, attempt=w.n)
+            given = inplace.give_end(d, w.driver_run, attempt=w.n)
         except OSError as exc:
             log.warning("could not tell the job's runner to end the job", run_id=w.run_id, error=str(exc))
             return

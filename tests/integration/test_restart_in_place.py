@@ -87,7 +87,8 @@ def test_a_daemon_killed_while_the_runner_waits_picks_the_conversation_up_after_
     job = sup.status(run)["slurm_job_id"]
     sup.stop(signal.SIGKILL)  # the driver crashes while nobody listens
     d = sup.root / "runs" / run / "logs"
-    wait_for(lambda: (runner.runner_dir(d, job) / "exit-1").exists(), 60, 0.3, "the runner's exit report")
+    report = runner.runner_dir(d, runner.runner_key(1)) / "exit-1"
+    wait_for(report.exists, 60, 0.3, "the runner's exit report")
     sup.start()
     final = sup.wait_state(run, FINAL, timeout=80)
     assert final["state"] == "COMPLETED", sup.status(run)

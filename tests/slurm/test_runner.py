@@ -24,6 +24,7 @@ def run_runner(tmp: Path, *argv: str, wait_s: int = 0) -> subprocess.CompletedPr
         "PATH": os.environ["PATH"],
         "SLURM_JOB_ID": "4242",
         "BASE_LOG_DIR": str(tmp),
+        runner.ENV_DIR: str(runner.runner_dir(tmp, "4242")),  # the tests write words there beforehand
         runner.ENV_WAIT: str(wait_s),
         runner.ENV_POLL: "1",
     }
@@ -93,9 +94,25 @@ def test_run_again_without_a_complete_command_ends_the_job(tmp_path: Path) -> No
     assert "missing or incomplete" in done.stdout
 
 
-def test_a_requeued_job_starts_afresh_in_its_own_folder() -> None:
-    assert runner.runner_dir(Path("/logs"), "77") == Path("/logs/77-runner")
-    assert runner.runner_dir(Path("/logs"), "77", restart=2) == Path("/logs/77-2-runner")
+def test_each_start_of_a_job_claims_a_folder_of_its_own_named_after_the_attempt(tmp_path: Path) -> None:
+    from supervisor.act.inplace import job_runner_dir
+
+    script = tmp_path / "runner.sh"
+    script.write_text(runner.script_text())
+    env = {
+        "PATH": os.environ["PATH"],
+        "BASE_LOG_DIR": str(tmp_path),
+        "SHEPHERD_ATTEMPT": "3",
+        runner.ENV_WAIT: "0",
+    }
+    for _ in range(2):  # a requeue starts the script again: its run 1 must not read the first start's words
+        subprocess.run([SH, str(script), "true"], env=env, capture_output=True, timeout=60, check=True)
+    key = runner.runner_key(3)
+    assert (runner.runner_dir(tmp_path, key) / "exit-1").exists()
+    assert (
+        job_runner_dir(tmp_path, key) == runner.runner_dir(tmp_path, key, start=1) == tmp_path / "a3-1-runner"
+    )
+    assert job_runner_dir(tmp_path, runner.runner_key(4)) is None
 
 
 def test_files_count_only_once_complete() -> None:

@@ -25,9 +25,15 @@ def script_text() -> str:
     return (resources.files("supervisor.slurm.launchers") / RUNNER).read_text(encoding="utf-8")
 
 
-def runner_dir(base: Path, job_id: str, restart: int = 0) -> Path:
-    """`<base>/<jobid>-runner`, or `<jobid>-<restart>-runner` after a requeue (as runner.sh names it)."""
-    return base / (f"{job_id}-{restart}-runner" if restart > 0 else f"{job_id}-runner")
+def runner_key(origin: int) -> str:
+    """What the runner's folder is named after: the Shepherd attempt that submitted the job."""
+    return f"a{origin}"
+
+
+def runner_dir(base: Path, key: str, start: int = 0) -> Path:
+    """`<base>/<key>-runner` for the job's first start, `<key>-<i>-runner` for the i-th one after it (a
+    requeue), as runner.sh claims them; `key` is runner_key's, or the job id for a runner started by hand."""
+    return base / (f"{key}-{start}-runner" if start > 0 else f"{key}-runner")
 
 
 def wrap(argv: Sequence[str], runner: Path) -> list[str]:

@@ -11,8 +11,9 @@
 # The protocol (docs/policy.md, "Restart in place", is the one description; supervisor/act/inplace.py the
 # daemon's side). Every file is written as <name>.tmp and renamed, and a file counts only when its last line is
 # `end`: nobody ever trusts a half-written file. K counts driver runs within this job, from 1.
-#   $DIR                  ${SHEPHERD_RUNNER_DIR:-$BASE_LOG_DIR/<jobid>-runner} (<jobid>-<restart>-runner after a
-#                         Slurm requeue: a requeued script starts again at run 1 and must not read old words)
+#   $DIR                  $SHEPHERD_RUNNER_DIR, else $BASE_LOG_DIR/a<attempt>-runner (the Shepherd attempt that
+#                         submitted the job; <jobid> without one), a<attempt>-<i>-runner for the i-th start after
+#                         the first (a Slurm requeue starts again at run 1 and must not read old words)
 #   $DIR/exit-K           the runner's report: run=K, code=<driver's exit code>, at=<epoch s>, end
 #   $DIR/word-K           Shepherd's word after run K: word=run (run again) or word=end (end the job), with
 #                         attempt=<Shepherd's attempt for run K+1> and delay_s=<seconds to wait first>, end
@@ -36,14 +37,27 @@ if [ $# -eq 0 ]; then
     exit 2
 fi
 
-job=${SLURM_JOB_ID:-0}
-restart=${SLURM_RESTART_COUNT:-0}
-if [ "$restart" -gt 0 ] 2>/dev/null; then name=$job-$restart-runner; else name=$job-runner; fi
-DIR=${SHEPHERD_RUNNER_DIR:-${BASE_LOG_DIR:-${SLURM_SUBMIT_DIR:-$PWD}}/$name}
+# The folder is named after what submitted the job, not its Slurm id: NeMo RL's ray.sub (main) unsets every
+# SLURM_* variable before it runs the driver. Each start of the script (a requeue starts it again) claims a
+# folder of its own with an atomic mkdir: <key>-runner, then <key>-1-runner, <key>-2-runner, ...
+if [ -n "${SHEPHERD_ATTEMPT:-}" ]; then key=a$SHEPHERD_ATTEMPT; else key=${SLURM_JOB_ID:-0}; fi
 WAIT_S=${SHEPHERD_RUNNER_WAIT_S:-600}
 POLL_S=${SHEPHERD_RUNNER_POLL_S:-1}
 GRACE_S=${SHEPHERD_RUNNER_GRACE_S:-30}
-mkdir -p "$DIR" || { echo "shepherd-runner: cannot create $DIR" >&2; exit 2; }
+if [ -n "${SHEPHERD_RUNNER_DIR:-}" ]; then
+    DIR=$SHEPHERD_RUNNER_DIR
+    mkdir -p "$DIR" || { echo "shepherd-runner: cannot create $DIR" >&2; exit 2; }
+else
+    base=${BASE_LOG_DIR:-${SLURM_SUBMIT_DIR:-$PWD}}
+    mkdir -p "$base" || { echo "shepherd-runner: cannot create $base" >&2; exit 2; }
+    DIR=$base/$key-runner
+    i=0
+    while ! mkdir "$DIR" 2>/dev/null; do
+        i=$((i + 1))
+        if [ "$i" -gt 1000 ]; then echo "shepherd-runner: cannot create a folder in $base" >&2; exit 2; fi
+        DIR=$base/$key-$i-runner
+    done
+fi
 
 say() { echo "shepherd-runner [$(date '+%F %T')]: $*"; }
 

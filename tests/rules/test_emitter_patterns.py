@@ -341,6 +341,53 @@ OTHER_WORDINGS: dict[str, list[str]] = {
 }
 
 
+# Round 3 (issue 29): the emitters behind held-out set 2's misses and the rest of the thin classes' families, each
+# line written from its format string (the rule's comment names the file and versions).
+ROUND_3: dict[str, list[str]] = {
+    "ray-startup-failed": [
+        # ray-project/ray _private/utils.py internal_kv_list_with_retry's give-up (2.x)
+        "ConnectionError: Could not list 'session' from GCS. Did GCS start successfully?",
+        # services.py wait_for_node (1.x-2.4x)
+        "TimeoutError: Timed out after 30 seconds while waiting for node to startup. Did not find socket name /tmp/ray/session_x/sockets/plasma_store in the list of object store socket names.",
+        # raylet agent_manager.cc, 1.x and 2.9+
+        "[2026-11-27 10:00:00,000 E 4048 4090] (raylet) agent_manager.cc:111: The raylet exited immediately because the Ray agent failed. The raylet fate shares with the agent.",
+        "[2026-11-27 10:00:00,000 E 4048 4090] (raylet) agent_manager.cc:134: The raylet exited immediately because one Ray agent failed, agent_name = dashboard_agent.",
+        "(raylet) The raylet exited immediately because the runtime env agent timed out when Raylet try to connect to it.",
+        # NVIDIA-NeMo/RL ray.sub's give-ups (main 7ea279a, v0.6.0)
+        "[ERROR] Background srun 'ray-worker-1' died (pid=4242). Could be a failure in startup or an issue with the node preventing the srun to start. Attempting to exit.",
+        "[ERROR] Background srun 'ray-head' (pid=4242) exited before the head; failing fast.",
+        "[ERROR] Timed out waiting for all workers to connect (3/4 after 30 min)",
+        "[ERROR] ENDED detected before head started, exiting.",
+        # ray-project/ray scripts/scripts.py `ray start --block` and a worker's head address
+        "2026-11-27 10:00:00,000\tERR scripts.py:1071 -- Some Ray subprocesses exited unexpectedly:",
+        "Exception: Cannot canonicalize address `--address=gpu01:6379`.",
+    ],
+    "port-in-use": [
+        # ray-project/ray scripts/scripts.py `ray start --head`
+        "ConnectionError: Ray is trying to start at 10.0.0.1:6379, but is already running at 10.0.0.1:6379. Please specify a different port using the `--port` flag of `ray start` command.",
+    ],
+    "config-error": [
+        # NVIDIA-NeMo/RL ray.sub (main 7ea279a) refusing its own settings
+        "Error: DEDICATED_RAY_HEAD must be 0 or 1, got '2'.",
+        "[ERROR] /lustre/runs/r1/logs/.shared_fs_canary not visible on the head node; LOG_DIR must be on a shared filesystem.",
+        "Error: Could not determine CPUTot for node 'gpu01' from SLURM. Set CPUS_PER_WORKER explicitly to override.",
+    ],
+    "ray-actor-died": [
+        # ray-project/ray exceptions.py RayTaskError.as_instanceof_cause
+        "ray.exceptions.RayTaskError(ActorDiedError): ray::main_task() (pid=4242, ip=10.0.0.4)",
+        "ray.exceptions.RayTaskError(RayActorError): ray::Trainer.fit() (pid=4242, ip=10.0.0.4)",
+    ],
+    "node-failure": [
+        # ray-project/ray core_worker.cc, 1.x and 2.x
+        "(pid=4242, ip=10.0.0.4) E1127 10:00:00.000000 4242 4300 core_worker.cc:382] Raylet failed. Shutting down.",
+        "(RayWorker pid=4242) [2026-11-27 10:00:00,000 E 4242 4300] core_worker.cc:552: Shutting down the core worker because the local raylet failed. Check out the raylet.out log file.",
+        # SchedMD/slurm src/api/step_launch.c
+        "srun: error: step_launch_notify_io_failure: aborting, io error with slurmstepd on node 3",
+        "srun: error: Aborting, io error and missing step on node 1",
+    ],
+}
+
+
 HARMLESS: dict[str, list[str]] = {
     "nccl-error": [
         # NVIDIA/nccl net plugin probing, printed on every healthy run without the plugin
@@ -384,6 +431,15 @@ HARMLESS: dict[str, list[str]] = {
     "node-failure": [
         # the dashboard agent when the raylet got SIGTERM (a job ending, `ray stop`)
         "(raylet) Raylet is terminated. Termination is graceful.",
+        # SchedMD/slurm srun allocate.c: the controller, not a node, and srun retries
+        "srun: error: Slurm controller not responding, sleeping and retrying.",
+    ],
+    "ray-startup-failed": [
+        # ray-project/ray connect_error: one failed try of a retried GCS read (`ray start --head` probing first)
+        "2026-11-27 10:00:00,000\tWARNING utils.py:1242 -- Unable to connect to GCS at 10.0.0.1:6379. Check that (1) Ray GCS with matching version started successfully at the specified address, and (2) there is no firewall setting preventing access.",
+        "2026-11-27 10:00:00,000\tWARNING utils.py:1416 -- Unable to connect to GCS (ray head) at 10.0.0.1:6379. Check that (1) Ray with matching version started successfully at the specified address, (2) this node can reach the specified address, and (3) there is no firewall setting preventing access.",
+        # NVIDIA-NeMo/RL ray.sub's retry lines
+        "[WARN] Worker 3 failed 1/20 times, restarting in 10 seconds...",
     ],
     "nan-loss": [
         # fp16 warm-up: NVIDIA/apex halving a large scale, Megatron-DeepSpeed reporting a skipped step's grad norm
@@ -402,6 +458,11 @@ def test_the_emitters_format_is_recognised(rs: RuleSet, rule: str, log: str) -> 
 
 @pytest.mark.parametrize(("rule", "log"), [(r, log) for r, logs in OTHER_WORDINGS.items() for log in logs])
 def test_the_emitters_other_wordings_are_recognised(rs: RuleSet, rule: str, log: str) -> None:
+    assert owner(rs, log) == rule
+
+
+@pytest.mark.parametrize(("rule", "log"), [(r, log) for r, logs in ROUND_3.items() for log in logs])
+def test_round_3s_emitter_wordings_are_recognised(rs: RuleSet, rule: str, log: str) -> None:
     assert owner(rs, log) == rule
 
 
@@ -477,3 +538,18 @@ def test_the_wandb_backend_killed_at_the_time_limit_is_the_time_limit(rs: RuleSe
 Exception: The wandb backend process has shutdown"""
     ms = decided(rs, log, "slurm-4242.out")
     assert ms[-1].rule == "slurm-time-limit"
+
+
+def test_ray_subs_give_up_acts_at_once_in_its_own_log(rs: RuleSet) -> None:
+    st = MatcherState(run_id="r1", attempt=1)
+    log = "[ERROR] Timed out waiting for all workers to connect (3/4 after 30 min)"
+    ms = [m for m in replay_text(rs, log, "ray-head.log", st) if not m.followup]
+    assert [m.rule for m in ms] == ["ray-startup-failed"]
+
+
+def test_a_core_worker_outliving_its_raylet_at_the_time_limit_is_the_time_limit(rs: RuleSet) -> None:
+    log = """slurmstepd: error: *** JOB 4242 ON node1 CANCELLED AT 2026-11-27T10:00:00 DUE TO TIME LIMIT ***
+(RayWorker pid=4242) [2026-11-27 10:00:01,000 E 4242 4300] core_worker.cc:552: Shutting down the core worker because the local raylet failed.
+2026-11-27 10:00:01,000\tERR scripts.py:1071 -- Some Ray subprocesses exited unexpectedly:"""
+    ms = decided(rs, log, "slurm-4242.out")
+    assert [m.rule for m in ms] == ["slurm-time-limit"]

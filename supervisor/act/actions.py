@@ -256,7 +256,11 @@ class Actions:
             self.store.set_decision_outcome(decision_id, "ignored: the next attempt is already decided")
             return
         crash_point("after-decision")
-        if self._investigate_first(m, attempt):
+        if self._investigate_first(m, attempt) and not (
+            # A crash of a driver under the runner: its traceback is the evidence, and its job waits for
+            # Shepherd's word (stacks are taken of hangs only, while the driver still runs).
+            m.category != "stall" and attempt.overrides.get("runner")
+        ):
             try:
                 self._investigations[0].send_nowait((run, attempt, m, decision_id))
                 return

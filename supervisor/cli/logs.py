@@ -91,6 +91,8 @@ def pick_file(existing: Sequence[Path], source: str | None, *, ended: bool) -> P
 def marker(a: AttemptRow) -> str:
     """The line printed where a followed run goes into another attempt (and above a failed attempt's log)."""
     bits = [f"attempt {a.n}", f"job {a.job_id or '-'}"]
+    if a.overrides.get("runner") and int(a.overrides.get("driver_run") or 1) > 1:
+        bits.append(f"driver run {a.overrides['driver_run']} (in place)")
     if a.checkpoint:
         bits.append(f"from {Path(a.checkpoint).name}")
     if a.ended_at is not None:
@@ -99,6 +101,22 @@ def marker(a: AttemptRow) -> str:
             end += f" {describe_exit(a.exit_code, a.exit_signal)}"
         bits.append(end)
     return f"==> {', '.join(bits)} <=="
+
+
+RUNNER_START_RE = re.compile(rb"(?m)^shepherd-runner \[[^]]*\]: driver run (\d+) starting")
+
+
+def driver_run_lines(data: bytes, run: int) -> bytes:
+    """The lines of driver run `run` in a driver log the job's runner wrote several runs into: from its
+    `driver run K starting` line up to the next run's (the runner's own lines about run K included)."""
+    found = list(RUNNER_START_RE.finditer(data))
+    starts, numbers = [m.start() for m in found], [int(m.group(1)) for m in found]
+    if run not in numbers:
+        return data if run == 1 and not numbers else b""
+    i = numbers.index(run)
+    begin = 0 if i == 0 else starts[i]
+    end = starts[i + 1] if i + 1 < len(starts) else len(data)
+    return data[begin:end]
 
 
 def last_lines(data: bytes, n: int) -> bytes:
@@ -188,7 +206,10 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if attempt_failed(chosen):
         print(f"shepherd: {marker(chosen)}", file=sys.stderr)
     with target.open("rb") as fh:
-        shower.first(fh.read())
+        data = fh.read()
+    if chosen.overrides.get("runner") and target.name == layout.DRIVER_LOG:  # one job, several driver runs
+        data = driver_run_lines(data, int(chosen.overrides.get("driver_run") or 1))
+    shower.first(data)
     shower.end()
     return 0
 

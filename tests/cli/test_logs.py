@@ -16,6 +16,7 @@ from supervisor.cli.logs import (
     LineFilter,
     Shower,
     default_attempt,
+    driver_run_lines,
     follow,
     last_lines,
     marker,
@@ -221,3 +222,18 @@ def test_logs_shows_the_attempt_asked_for_its_last_lines_and_its_matching_lines(
     assert main(["--root", root, "logs", "toy", "--attempt", "7"]) == 1
     assert b"has no attempt 7 (attempts: 1, 2)" in capsysbinary.readouterr().err
     assert main(["--root", root, "logs", "toy", "--grep", "("]) == 2
+
+
+def test_logs_of_an_attempt_restarted_in_place_show_only_its_driver_run() -> None:
+    log = (
+        b"shepherd-runner [2026-11-27 16:00:00]: driver run 1 starting (attempt 1); Shepherd's files in /x\n"
+        b"step 1\nNCCL error\n"
+        b"shepherd-runner [2026-11-27 16:00:05]: driver run 1 exited with code 1\n"
+        b"shepherd-runner [2026-11-27 16:00:09]: driver run 2 starting in place (attempt 2)\n"
+        b"step 2\ntraining finished\n"
+    )
+    first, second = driver_run_lines(log, 1), driver_run_lines(log, 2)
+    assert b"NCCL error" in first and b"exited with code 1" in first and b"step 2" not in first
+    assert second.startswith(b"shepherd-runner [2026-11-27 16:00:09]: driver run 2") and b"NCCL" not in second
+    assert driver_run_lines(b"no runner here\n", 1) == b"no runner here\n"
+    assert driver_run_lines(log, 3) == b""

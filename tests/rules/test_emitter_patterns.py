@@ -385,6 +385,57 @@ ROUND_3: dict[str, list[str]] = {
         "srun: error: step_launch_notify_io_failure: aborting, io error with slurmstepd on node 3",
         "srun: error: Aborting, io error and missing step on node 1",
     ],
+    "container-import-failed": [
+        # NVIDIA/pyxis pyxis_slurmstepd.c / args.c
+        "slurmstepd: error: pyxis: importer /usr/share/pyxis/importers/hf terminated with signal 9",
+        "slurmstepd: error: pyxis: a previous task terminated unexpectedly during container setup",
+        "slurmstepd: error: pyxis: couldn't join mount namespace: Operation not permitted",
+        "srun: error: pyxis: --container-mounts: source path does not exist: /lustre/data",
+        # NVIDIA/enroot src/common.sh, src/docker.sh, bin/enroot-switchroot.c
+        "[ERROR] Could not process JSON input",
+        "slurmstepd: error: pyxis:     [ERROR] Could not retrieve digest from https://registry-1.docker.io/v2/library/ubuntu/manifests/22.04",
+        "slurmstepd: error: pyxis:     enroot-switchroot: failed to execute: /bin/bash: No such file or directory",
+        # squashfs-tools mksquashfs.c, as pyxis reprints enroot's log
+        "slurmstepd: error: pyxis:     FATAL ERROR:Failed to write to output filesystem",
+        "slurmstepd: error: pyxis:     Failed to read existing filesystem - will not overwrite - ABORTING!",
+    ],
+    "disk-full": [
+        # NVIDIA/enroot src/bundle.sh
+        "[ERROR] Not enough space left in /tmp (4194304 KB needed)",
+    ],
+    "import-error": [
+        # huggingface/transformers utils/import_utils.py _LazyModule._get_module
+        "RuntimeError: Failed to import transformers.models.qwen2.modeling_qwen2 because of the following error (look up to see its traceback):",
+        # ray-project/ray _private/utils.py check_version_info, scripts.py _check_ray_version
+        "RuntimeError: Version mismatch: The cluster was started with:",
+        "RuntimeError: Ray version mismatch: cluster has Ray version 2.49.2 but local Ray version is 2.50.0",
+    ],
+    "logger-failure": [
+        # wandb/wandb 0.9-0.10 wandb/errors/error.py, 0.8 wandb/__init__.py and apis/internal.py
+        "wandb.errors.error.UsageError: Error communicating with wandb process",
+        "wandb.run_manager.LaunchError: W&B process failed to launch, see: wandb/debug.log",
+        "wandb: ERROR Error while calling W&B API: permission denied (<Response [403]>)",
+        # wandb-core's refused run upsert
+        'wandb: ERROR failed to upsert bucket: returned error 401 Unauthorized: {"errors":[{"message":"user is not logged in"}]}',
+        # mlflow/mlflow utils/rest_utils.py
+        "mlflow.exceptions.MlflowException: API request to http://mlflow:5000/api/2.0/mlflow/runs/create failed with exception HTTPConnectionPool(host='mlflow', port=5000): Max retries exceeded",
+    ],
+    "segfault": [
+        # pytorch/pytorch torch/distributed/elastic/multiprocessing/api.py and errors/__init__.py
+        "E1127 10:00:00.000000 4242 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -11) local_rank: 0 (pid: 4300) of binary: /usr/bin/python",
+        "  exitcode  : -11 (pid: 4300)",
+    ],
+    "bus-error": [
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -7) local_rank: 3 (pid: 4303) of binary: /usr/bin/python",
+    ],
+    "nan-loss": [
+        # huggingface/transformers trainer.py with logging_nan_inf_filter
+        "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 4.9e-06, 'epoch': 0.12}",
+    ],
+    "hf-rate-limit": [
+        # huggingface/huggingface_hub hf_api.py whoami
+        "huggingface_hub.errors.HfHubHTTPError: You've hit the rate limit for the /whoami-v2 endpoint, which is intentionally strict for security reasons.",
+    ],
 }
 
 
@@ -399,6 +450,8 @@ HARMLESS: dict[str, list[str]] = {
         # pytorch/pytorch torch/cuda/__init__.py when a process only asks is_available()
         "/opt/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11040).",
         "transformer_engine is optional: ImportError: cannot import name 'te_checkpoint'",
+        # ray-project/ray check_version_info: a patch-level Python difference is a warning
+        "2026-11-27 10:00:00,000\tWARNING utils.py:1434 -- Python patch version mismatch: The cluster was started with:",
     ],
     "port-in-use": [
         "INFO: Port 8000 is in use (Address already in use), trying another port",
@@ -411,6 +464,10 @@ HARMLESS: dict[str, list[str]] = {
     ],
     "logger-failure": [
         "wandb: Network error (ConnectionError), entering retry loop.",
+        # wandb 0.8's retried errors (429, 5xx) and the user's own program failing under a sweep
+        "wandb: ERROR Error while calling W&B API: rate limit exceeded (<Response [429]>)",
+        "wandb: ERROR Abnormal program exit",
+        "wandb: ERROR Error while calling W&B API: project not found (<Response [404]>)",
         "wandb: Tracking run with wandb version 0.19.1",
     ],
     "config-error": [
@@ -442,6 +499,8 @@ HARMLESS: dict[str, list[str]] = {
         "[WARN] Worker 3 failed 1/20 times, restarting in 10 seconds...",
     ],
     "nan-loss": [
+        # huggingface/transformers: an fp16 step the scaler skipped logs a finite loss beside the nan grad norm
+        "{'loss': 0.6931, 'grad_norm': nan, 'learning_rate': 4.9e-06, 'epoch': 0.12}",
         # fp16 warm-up: NVIDIA/apex halving a large scale, Megatron-DeepSpeed reporting a skipped step's grad norm
         "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",
         " iteration       12/   10000 | lm loss: 1.051E+01 | loss scale: 65536.0 | grad norm: nan | number of skipped iterations:   1 | number of nan iterations:   0 |",
@@ -538,6 +597,16 @@ def test_the_wandb_backend_killed_at_the_time_limit_is_the_time_limit(rs: RuleSe
 Exception: The wandb backend process has shutdown"""
     ms = decided(rs, log, "slurm-4242.out")
     assert ms[-1].rule == "slurm-time-limit"
+
+
+def test_a_full_disk_under_an_image_import_owns_pyxis_own_failure(rs: RuleSet) -> None:
+    log = """slurmstepd: error: pyxis: failed to import docker image
+slurmstepd: error: pyxis:     [INFO] Creating squashfs filesystem...
+slurmstepd: error: pyxis:     Write failed because No space left on device
+slurmstepd: error: pyxis:     FATAL ERROR:Failed to write to output filesystem"""
+    ms = decided(rs, log, "slurm-4242.out")
+    assert ms[-1].rule == "disk-full"
+    assert "container-import-failed" in ms[-1].supersedes
 
 
 def test_ray_subs_give_up_acts_at_once_in_its_own_log(rs: RuleSet) -> None:

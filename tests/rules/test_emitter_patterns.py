@@ -381,6 +381,7 @@ ROUND_3: dict[str, list[str]] = {
         # ray-project/ray core_worker.cc, 1.x and 2.x
         "(pid=4242, ip=10.0.0.4) E1127 10:00:00.000000 4242 4300 core_worker.cc:382] Raylet failed. Shutting down.",
         "(RayWorker pid=4242) [2026-11-27 10:00:00,000 E 4242 4300] core_worker.cc:552: Shutting down the core worker because the local raylet failed. Check out the raylet.out log file.",
+        "(RayWorker pid=4242) [2026-11-27 10:00:00,000 C 4242 4300] core_worker_process.cc:226: Exiting because the Raylet IPC connection failed and the local Raylet is dead. Status: IOError: Broken pipe",
         # SchedMD/slurm src/api/step_launch.c
         "srun: error: step_launch_notify_io_failure: aborting, io error with slurmstepd on node 3",
         "srun: error: Aborting, io error and missing step on node 1",

@@ -57,6 +57,9 @@ def test_a_crash_a_rule_resumes_restarts_inside_the_same_job_from_the_latest_che
     one, two = records(tmp_path, "ip")
     assert one["job"] == two["job"] == first["job_id"]
     assert two["argv"][-2:] == ["--resume-from", str(tmp_path / "ip" / "ckpt" / "step_10")]
+    shown = sup.cli("logs", run, "--attempt", "2").stdout  # one job's log, this driver run's part of it
+    assert "attempt 2 starting" in shown and "CUDA out of memory" not in shown
+    assert "CUDA out of memory" in sup.cli("logs", run, "--attempt", "1").stdout
 
 
 def test_a_runner_whose_shepherd_never_answers_ends_the_job_after_its_bound(

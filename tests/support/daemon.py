@@ -140,7 +140,13 @@ class DaemonProcess:
                 return None  # not claimed from the queue yet
             if s["state"] == "REJECTED" and "REJECTED" not in wanted:  # it never will be: say why at once
                 raise AssertionError(f"{run} was rejected at intake: {s['reasons']}")
-            return s if s["state"] in wanted else None
+            if s["state"] not in wanted:
+                return None
+            # A decision is recorded, carried out (the state changes), then its outcome commits: wait for
+            # that too, so the caller reads the outcome of the decision that brought the state.
+            decisions = s.get("decisions", [])
+            unsettled = [d for d in decisions if not d.get("outcome") and d.get("action") != "none"]
+            return None if unsettled else s
 
         return dict(wait_for(check, timeout, 0.3, f"{run} in {wanted}"))
 

@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.order import Kind, SuiteFile, file_order
 from tests.support.raylock import ray_users
+
+REAL_PARTS = ("slurm", "ray", "vllm", "fuse")
 
 # No SHEPHERD_* setting is given to every test here: a default the whole suite runs with is one no user has,
 # and it hides what users see (preflight refusing a fresh clone's demo did). A test that needs a setting
@@ -21,7 +24,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     required = os.environ.get("SHEPHERD_REQUIRE_SLURM") == "1"
-    needs_real_part = any(item.get_closest_marker(m) for m in ("slurm", "ray", "vllm", "fuse"))
+    needs_real_part = any(item.get_closest_marker(m) for m in REAL_PARTS)
     if required and report.skipped and needs_real_part:
         report.outcome = "failed"
         report.longrepr = (
@@ -42,16 +45,20 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The order xdist hands files out in (longest first, so the run does not end on one long file): NeMo RL's
-    ray.sub tests first (run one at a time and alone among the Ray tests, they are the longest chain), then
-    slow tests without Ray, then the rest without Ray, and the Ray tests last (they share the CPU-heavy Ray
-    and would only wait for the ray.sub chain if handed out early). Stable: otherwise the files' order."""
+    """The order xdist hands files out in (tests/support/order.py): longest first, NeMo RL's ray.sub files
+    each beside a long file without Ray. A file's tests stay together and in their order."""
+    groups: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        groups.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
 
-    def rank(item: pytest.Item) -> int:
-        if item.get_closest_marker("ray_stop"):
-            return 0
-        if item.get_closest_marker("ray"):
-            return 3
-        return 1 if item.get_closest_marker("slow") else 2
+    def describe(path: str, its: list[pytest.Item]) -> SuiteFile:
+        kind: Kind = "plain"
+        if any(i.get_closest_marker("ray_stop") for i in its):
+            kind = "ray_stop"
+        elif any(i.get_closest_marker("ray") for i in its):
+            kind = "ray"
+        real = any(i.get_closest_marker(m) for i in its for m in REAL_PARTS)
+        return SuiteFile(path, kind, len(its), real)
 
-    items.sort(key=rank)
+    order = file_order([describe(path, its) for path, its in groups.items()])
+    items[:] = [item for path in order for item in groups[path]]

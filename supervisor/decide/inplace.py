@@ -7,7 +7,44 @@ only while the job runs, its driver runs under the runner, and the fix changes n
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import dataclass
+
 from supervisor.decide.plan import Resume
+
+
+@dataclass(frozen=True)
+class Spare:
+    """What a node fault means for a job with spare nodes: the arguments `in_place_refusal` takes, and the
+    worker node to drain out of the job's Ray cluster before its driver runs again (None: none)."""
+
+    spare_left: bool
+    head_node: bool
+    host_up: bool
+    drain: str | None
+
+
+def spare_for(
+    fault_node: str | None,
+    *,
+    head_node: str | None,
+    host_up: bool,
+    spare_nodes: int,
+    drained: Collection[str] = (),
+) -> Spare:
+    """Whether a fault pinned to `fault_node` can be taken by one of the job's `spare_nodes`.
+
+    Only a worker node whose host still runs is drained (Ray's drain, never `ray stop`: the other nodes' Ray
+    processes, the head's GCS among them, keep running); the head node runs the driver and the GCS, and a host
+    that is down cannot be drained: both go back through Slurm with `--exclude`. `drained` are the nodes this
+    job's earlier driver runs drained already: each used one spare."""
+    if fault_node is None:
+        return Spare(spare_left=False, head_node=False, host_up=host_up, drain=None)
+    used = {n for n in drained if n != fault_node}
+    on_head = head_node is not None and fault_node == head_node
+    left = spare_nodes - len(used) >= 1
+    ok = left and host_up and not on_head
+    return Spare(spare_left=left, head_node=on_head, host_up=host_up, drain=fault_node if ok else None)
 
 
 def in_place_refusal(
@@ -19,6 +56,7 @@ def in_place_refusal(
     container: bool = True,
     spare_left: bool = False,
     head_node: bool = False,
+    host_up: bool = True,
     delay_s: float = 0.0,
     wait_s: float | None = None,
 ) -> str | None:
@@ -29,7 +67,8 @@ def in_place_refusal(
     - `planned`: a time limit or preemption: the job is ending anyway, the next one must be queued.
     - `container`: mounts need a new container (our launcher without one drops them).
     - `spare_left`, `head_node`: excluding the failing node needs another allocation, unless a spare node
-      is left and the node is not the head node (where the driver and Ray's GCS run).
+      is left and the node is not the head node (where the driver and Ray's GCS run); `host_up`: and its
+      host still runs (a host failure cannot be drained). `spare_for` computes the three.
     - `delay_s`, `wait_s`: the resume's backoff must end within the runner's bound on Shepherd's silence.
     """
     if not runner:
@@ -42,8 +81,12 @@ def in_place_refusal(
         return f"the fix changes the allocation ({' '.join(resume.sbatch_args)})"
     if resume.mounts and container:
         return "the fix mounts another path in the container"
-    if resume.exclude_node and (head_node or not spare_left):
-        return "the failing node is the head node" if head_node else "the failing node must be excluded"
+    if resume.exclude_node and head_node:
+        return "the failing node is the head node"
+    if resume.exclude_node and not host_up:
+        return "the failing node's host is down"
+    if resume.exclude_node and not spare_left:
+        return "the failing node must be excluded and no spare node is left"
     if wait_s is not None and delay_s >= wait_s:
         return f"the backoff ({delay_s:.0f}s) outlasts the runner's wait ({wait_s:.0f}s)"
     return None
@@ -58,6 +101,7 @@ def can_restart_in_place(
     container: bool = True,
     spare_left: bool = False,
     head_node: bool = False,
+    host_up: bool = True,
     delay_s: float = 0.0,
     wait_s: float | None = None,
 ) -> bool:
@@ -71,6 +115,7 @@ def can_restart_in_place(
             container=container,
             spare_left=spare_left,
             head_node=head_node,
+            host_up=host_up,
             delay_s=delay_s,
             wait_s=wait_s,
         )

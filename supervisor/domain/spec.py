@@ -153,6 +153,12 @@ class SlurmSpec(_Strict):
     partition: str | None = None
     qos: str | None = None
     nodes: Annotated[int, Field(ge=1, le=4096)] = 1
+    spare_nodes: Annotated[int, Field(ge=0, le=64)] = Field(
+        default=0,
+        description="nodes asked for beyond `nodes` (with --no-kill; the trainer is sized to `nodes`), so "
+        "a GPU fault on a worker node restarts in place without it; needs resume.in_place "
+        "(docs/policy.md, 'Spare nodes')",
+    )
     gpus_per_node: Annotated[int, Field(ge=0, le=64)] = 0
     cpus: Annotated[int, Field(ge=1, le=1024, description="CPUs per node (one task per node)")] = 1
     mem: str | None = Field(default=None, description="memory per node, e.g. 16G")
@@ -482,6 +488,15 @@ class JobSpec(_Strict):
                 raise ValueError(f"{label} must be an absolute path")
         if self.checkpoint is not None and not self.checkpoint.dir.is_absolute():
             raise ValueError("checkpoint.dir must be an absolute path")
+        return self
+
+    @model_validator(mode="after")
+    def _spares_need_in_place(self) -> JobSpec:
+        """A spare node is used only by a restart in place: without one it would idle for nothing."""
+        if self.slurm.spare_nodes and not self.resume.in_place:
+            raise ValueError(
+                "slurm.spare_nodes needs resume.in_place: true (a spare is used by a restart in place)"
+            )
         return self
 
     @model_validator(mode="after")

@@ -27,6 +27,10 @@ def _key_token(key: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![^\s])(?:'{k}[^']*'|\"{k}[^\"]*\"|{k}\S*)")
 
 
+# The trainer's node count (NeMo RL's key, ours too): with spare nodes the job has more nodes than it uses.
+NUM_NODES_KEY = "cluster.num_nodes="
+
+
 def has_key(command: Command, key: str) -> bool:
     """Whether the command already sets `key=...` (the user's own value wins)."""
     if isinstance(command, str):
@@ -81,7 +85,8 @@ def save_deadline(spec: JobSpec) -> str | None:
 
 
 def driver_command(spec: JobSpec, overrides: AttemptOverrides) -> Command:
-    """The spec's command with this attempt's checkpoint, staged dir, save deadline and tuned save period."""
+    """The spec's command with this attempt's checkpoint, staged dir, save deadline, tuned save period and,
+    with spare nodes, the trainer's node count."""
     command: Command = spec.command if isinstance(spec.command, str) else list(spec.command)
     extra: list[str] = []
     if overrides.checkpoint and spec.resume.pass_checkpoint:
@@ -95,6 +100,8 @@ def driver_command(spec: JobSpec, overrides: AttemptOverrides) -> Command:
         extra.append(template.replace("{deadline}", deadline))
     if overrides.save_period is not None:  # checkpoint.tune_interval's period (NeMo RL's key, ours too)
         extra.append(f"checkpointing.save_period={overrides.save_period}")
+    if spec.slurm.spare_nodes and not has_key(spec.command, NUM_NODES_KEY):
+        extra.append(f"{NUM_NODES_KEY}{spec.slurm.nodes}")  # the job has N+K nodes, the trainer uses N
     return with_args(command, extra) if extra else command
 
 

@@ -75,7 +75,8 @@ def build_submit_request(
     opts = [
         f"--job-name={make_job_name(run_id, attempt)}",
         f"--comment={make_comment(run_id, attempt, generation)}",
-        f"--nodes={s.nodes}",
+        f"--nodes={s.nodes + s.spare_nodes}",
+        *(["--no-kill"] if s.spare_nodes else []),  # one node's failure must not end a job with spares
         *([] if nemo else shepherd.options(s.cpus)),
         f"--output={log_dir}/{layout.OUTPUT_PATTERN}",
         "--export=ALL",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from supervisor.decide.inplace import can_restart_in_place, in_place_refusal
+from supervisor.decide.inplace import can_restart_in_place, in_place_refusal, spare_for
 from supervisor.decide.plan import Resume
 
 RESUME = Resume("latest", 0.0, "budget allows", env={"HF_HOME": "/shared/hf"})
@@ -47,3 +47,48 @@ def test_a_backoff_longer_than_the_runners_wait_is_resubmitted() -> None:
     assert can_restart_in_place(RESUME, job_running=True, delay_s=60.0, wait_s=600.0)
     why = in_place_refusal(RESUME, job_running=True, delay_s=900.0, wait_s=600.0)
     assert why == "the backoff (900s) outlasts the runner's wait (600s)"
+
+
+GPU_FAULT = Resume("latest", 0.0, "", exclude_node=True)
+
+
+def test_a_gpu_fault_on_a_worker_node_with_a_spare_left_drains_that_node_and_restarts_in_place() -> None:
+    spare = spare_for("node-2", head_node="node-1", host_up=True, spare_nodes=1)
+    assert spare.drain == "node-2"
+    assert can_restart_in_place(
+        GPU_FAULT,
+        job_running=True,
+        spare_left=spare.spare_left,
+        head_node=spare.head_node,
+        host_up=spare.host_up,
+    )
+
+
+def test_the_spare_gone_the_next_fault_resubmits_with_exclude() -> None:
+    spare = spare_for("node-3", head_node="node-1", host_up=True, spare_nodes=1, drained=("node-2",))
+    assert spare.drain is None
+    why = in_place_refusal(
+        GPU_FAULT, job_running=True, spare_left=spare.spare_left, head_node=spare.head_node
+    )
+    assert why == "the failing node must be excluded and no spare node is left"
+
+
+def test_a_fault_on_the_head_node_resubmits_even_with_spares_left() -> None:
+    spare = spare_for("node-1", head_node="node-1", host_up=True, spare_nodes=2)
+    assert spare.drain is None
+    why = in_place_refusal(
+        GPU_FAULT, job_running=True, spare_left=spare.spare_left, head_node=spare.head_node
+    )
+    assert why == "the failing node is the head node"
+
+
+def test_a_host_failure_resubmits_even_with_spares_left() -> None:
+    spare = spare_for("node-2", head_node="node-1", host_up=False, spare_nodes=2)
+    assert spare.drain is None
+    why = in_place_refusal(GPU_FAULT, job_running=True, spare_left=spare.spare_left, host_up=spare.host_up)
+    assert why == "the failing node's host is down"
+
+
+def test_a_job_without_spares_resubmits_a_node_fault_and_a_fault_on_no_node_drains_nothing() -> None:
+    assert spare_for("node-2", head_node="node-1", host_up=True, spare_nodes=0).drain is None
+    assert spare_for(None, head_node="node-1", host_up=True, spare_nodes=1).drain is None

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 
 from supervisor.cli.common import EXIT_ERROR, AddCommand, needs_subcommand, settings_of
+from supervisor.daemon.compose import run_daemon
 from supervisor.service.install import InstallError, default_exe, install_unit
 from supervisor.service.slurm_host import (
     SlurmHosting,
@@ -44,10 +45,6 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    # Imported here, not at the top: the daemon's whole graph (aiohttp, slack-sdk, prometheus) is a quarter
-    # of a second that every other verb (`status` in a watch loop, shell completion) would pay for nothing.
-    from supervisor.daemon.compose import run_daemon
-
     return run_daemon(settings_of(args), log_format=args.log_format)
 
 

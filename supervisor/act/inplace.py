@@ -68,10 +68,16 @@ def write_once(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def give_run(d: Path, run: int, *, attempt: int, script: str, delay_s: float) -> None:
-    """Run again: the next run's command first (replacing a leftover of an interrupted try), then the word."""
-    target = d / runner.script_name(run + 1)
-    os.replace(_write_tmp(target, script), target)
+def give_run(d: Path, run: int, *, attempt: int, script: str, delay_s: float, pre: str | None = None) -> None:
+    """Run again: the next run's command (and `pre`, the step before it, when given) first, each replacing a
+    leftover of an interrupted try, then the word."""
+    steps = {runner.script_name(run + 1): script}
+    if pre is not None:
+        steps[runner.pre_name(run + 1)] = pre
+    else:
+        (d / runner.pre_name(run + 1)).unlink(missing_ok=True)
+    for name, text in steps.items():
+        os.replace(_write_tmp(d / name, text), d / name)
     write_once(d / runner.word_name(run), runner.word_text("run", attempt=attempt, delay_s=delay_s))
 
 

@@ -138,3 +138,53 @@ def test_the_command_script_quotes_every_word_for_posix_sh() -> None:
 def test_a_shell_command_is_run_under_the_runner_by_bash(command: str) -> None:
     wrapped = runner.wrap_shell(command, Path("/r/runner.sh"))
     assert wrapped == "sh /r/runner.sh bash -c 'python t.py '\"'\"'x=1'\"'\"''"
+
+
+def test_a_step_shepherd_gives_runs_before_the_next_driver_run_and_is_reported(tmp_path: Path) -> None:
+    d = runner.runner_dir(tmp_path, "4242")
+    order = tmp_path / "order.txt"
+    put(d / runner.pre_name(2), runner.run_script(["sh", "-c", f"echo drain >> {order}"], {}))
+    put(d / runner.script_name(2), runner.run_script(["sh", "-c", f"echo run2 >> {order}"], {}))
+    put(d / runner.word_name(1), runner.word_text("run", attempt=2))
+    done = run_runner(tmp_path, "sh", "-c", "exit 1", wait_s=0)
+    assert done.returncode == 0
+    assert order.read_text().splitlines() == ["drain", "run2"]
+    assert (d / "pre-2").read_text().splitlines() == ["run=2", "code=0", "end"]
+
+
+def test_a_step_before_the_next_run_that_fails_ends_the_job_instead(tmp_path: Path) -> None:
+    d = runner.runner_dir(tmp_path, "4242")
+    ran = tmp_path / "run2.txt"
+    put(d / runner.pre_name(2), runner.run_script(["sh", "-c", "exit 9"], {}))
+    put(d / runner.script_name(2), runner.run_script(["sh", "-c", f"touch {ran}"], {}))
+    put(d / runner.word_name(1), runner.word_text("run", attempt=2))
+    done = run_runner(tmp_path, "sh", "-c", "exit 6", wait_s=30)
+    assert done.returncode == 6  # the last driver run's code
+    assert not ran.exists()
+    assert "failed (code 9): ending the job" in done.stdout
+    assert (d / "ended").read_text().splitlines() == ["run=1", "code=6", "why=pre-failed", "end"]
+
+
+def test_an_incomplete_step_before_the_next_run_is_never_run(tmp_path: Path) -> None:
+    d = runner.runner_dir(tmp_path, "4242")
+    ran = tmp_path / "pre.txt"
+    put(d / runner.pre_name(2), f"#!/bin/sh\ntouch {ran}\n")  # no `# end`
+    put(d / runner.script_name(2), runner.run_script(["true"], {}))
+    put(d / runner.word_name(1), runner.word_text("run", attempt=2))
+    done = run_runner(tmp_path, "sh", "-c", "exit 2", wait_s=30)
+    assert done.returncode == 2 and not ran.exists()
+    assert (d / "ended").read_text().splitlines()[-2] == "why=no-command"
+
+
+def test_shepherd_writes_the_step_and_the_command_before_its_word_and_drops_a_stale_step(
+    tmp_path: Path,
+) -> None:
+    from supervisor.act.inplace import give_run
+
+    d = tmp_path / "a1-runner"
+    d.mkdir()
+    give_run(d, 1, attempt=2, script=runner.run_script(["true"], {}), delay_s=0, pre="#!/bin/sh\n# end\n")
+    assert {p.name for p in d.iterdir()} == {"run-2.sh", "pre-2.sh", "word-1"}
+    (d / "word-1").unlink()  # (an interrupted try's leftovers, given again without a step)
+    give_run(d, 1, attempt=2, script=runner.run_script(["true"], {}), delay_s=0)
+    assert {p.name for p in d.iterdir()} == {"run-2.sh", "word-1"}

@@ -89,6 +89,11 @@ def script_name(run: int) -> str:
     return f"run-{run}.sh"
 
 
+def pre_name(run: int) -> str:
+    """The optional step the runner runs before driver run `run` (runner.sh's pre-K.sh)."""
+    return f"pre-{run}.sh"
+
+
 def word_text(word: Word, *, attempt: int, delay_s: float = 0.0) -> str:
     """Shepherd's word after a driver run: `run` (again, as `attempt`) or `end` (the job)."""
     return f"word={word}\nattempt={attempt}\ndelay_s={max(0, round(delay_s))}\n{END}\n"

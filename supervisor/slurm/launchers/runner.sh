@@ -19,7 +19,12 @@
 #                         attempt=<Shepherd's attempt for run K+1> and delay_s=<seconds to wait first>, end
 #   $DIR/run-K.sh         for K >= 2: the command of run K (the rule's fix: environment, arguments, checkpoint),
 #                         written by Shepherd before its word, last line `# end`; the runner runs it with sh
-#   $DIR/ended            the runner's last word: run=K, code=C, why=word|bound|signal|no-command, end
+#   $DIR/pre-K.sh         optional, for K >= 2: a step to run before run K (e.g. drain a failed worker node out of
+#                         the job's Ray cluster: docs/policy.md, "Spare nodes"), written by Shepherd before its
+#                         word, last line `# end`; the runner runs it with sh after the backoff, where the driver
+#                         runs (Ray's GCS is reachable there), and reports it in $DIR/pre-K: run=K, code=C, end.
+#                         A step that fails (or is incomplete) ends the job instead of running run K
+#   $DIR/ended            the runner's last word: run=K, code=C, why=word|bound|signal|no-command|pre-failed, end
 # A word-K that appears while run K still runs stops it (TERM, then KILL after the grace): Shepherd decided
 # on a hang. The job's exit code is the last driver run's.
 #
@@ -164,6 +169,21 @@ while :; do
     if [ "${delay:-0}" -gt 0 ] 2>/dev/null; then
         say "run again in ${delay}s (Shepherd's backoff)"
         sleep "$delay"
+    fi
+    if [ "$stopping" = 1 ]; then finish signal; fi
+    if [ -e "$DIR/pre-$next.sh" ]; then
+        if ! complete "$DIR/pre-$next.sh" "# end"; then
+            say "Shepherd's step before driver run $next is incomplete: ending the job (code $code)"
+            finish no-command
+        fi
+        say "running Shepherd's step before driver run $next ($DIR/pre-$next.sh)"
+        sh "$DIR/pre-$next.sh" < /dev/null
+        pre=$?
+        put "pre-$next" "run=$next" "code=$pre"
+        if [ "$pre" -ne 0 ]; then
+            say "Shepherd's step before driver run $next failed (code $pre): ending the job (code $code)"
+            finish pre-failed
+        fi
     fi
     if [ "$stopping" = 1 ]; then finish signal; fi
     k=$next

@@ -33,7 +33,7 @@ from supervisor.act.inplace import WordTaken, give_run, job_runner_dir, read_exi
 from supervisor.decide import staging
 from supervisor.decide.checkpoints import choose_in_dir
 from supervisor.decide.history import attempt_records, policy_config
-from supervisor.decide.inplace import in_place_refusal
+from supervisor.decide.inplace import in_place_refusal, spare_for
 from supervisor.decide.plan import (
     Alert,
     Cancel,
@@ -71,7 +71,8 @@ from supervisor.rules.state import looks_like_ip
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError, SlurmUnavailable
 from supervisor.slurm.command import as_argv, driver_command
-from supervisor.slurm.launchers.runner import run_script, runner_key
+from supervisor.slurm.launchers.runner import drain_script, run_script, runner_key
+from supervisor.slurm.parse import first_node
 from supervisor.slurm.reconcile import in_place_tag
 from supervisor.slurm.submit import attempt_log_base
 from supervisor.store import Store
@@ -613,7 +614,9 @@ class Actions:
         changes += list(plan.sbatch_args)
         what = f"resuming from {Path(ckpt).name}" if ckpt else f"resuming without a checkpoint ({why})"
         same_period = replace(overrides, save_period=prev.save_period)  # tuned only at a submission
-        kept = self._restart_in_place(run, attempt, spec, plan, same_period, planned=planned, delay=delay)
+        kept = self._restart_in_place(
+            run, attempt, spec, plan, same_period, planned=planned, delay=delay, node=node, m=m
+        )
         if kept is not None:
             detail = f"{what} {kept} in {delay:.0f}s; {plan.why}" + (
                 f"; changed: {', '.join(changes)}" if changes else ""
@@ -657,10 +660,13 @@ class Actions:
         *,
         planned: bool,
         delay: float,
+        node: str | None = None,
+        m: Match | None = None,
     ) -> str | None:
         """Attempt n+1 as the next driver run inside attempt n's running job, its word given to the job's
         runner under the store's transaction (decide/inplace.py says when); returns what was done in words,
-        or None when the resume goes through Slurm as before (the reason is logged)."""
+        or None when the resume goes through Slurm as before (the reason is logged). A fault pinned to
+        `node` that a spare takes drains it out of the job's Ray cluster first (the runner's pre-K.sh)."""
         if not spec.resume.in_place or not attempt.overrides.get("runner"):
             return None
         fresh = self.store.get_attempt(run.id, attempt.n) or attempt
@@ -676,11 +682,22 @@ class Actions:
             and d is not None
             and not (d / "ended").exists()
         )
+        drained = [str(x) for x in attempt.overrides.get("drained") or ()]
+        spare = spare_for(
+            node,
+            head_node=first_node(fresh.nodes),
+            host_up=m is None or m.category != "node_failure",
+            spare_nodes=spec.slurm.spare_nodes,
+            drained=drained,
+        )
         why = in_place_refusal(
             plan,
             job_running=running,
             planned=planned,
             container=spec.container is not None,
+            spare_left=spare.spare_left,
+            head_node=spare.head_node,
+            host_up=spare.host_up,
             delay_s=delay,
             wait_s=spec.resume.in_place_wait_s,
         )
@@ -702,13 +719,19 @@ class Actions:
             "origin": origin,
             "ckpt_step_at_submit": newest_checkpoint_step(spec, overrides.checkpoint_dir),
         }
+        pre = None
+        if spare.drain is not None:
+            record["drained"] = [*drained, spare.drain]
+            pre = drain_script(spare.drain, f"shepherd: {m.rule if m else 'fault'} on {spare.drain}")
         env = {**overrides.env, "SHEPHERD_ATTEMPT": str(n)}
         if overrides.checkpoint:
             env["SHEPHERD_RESUME_FROM"] = overrides.checkpoint
         if overrides.checkpoint_dir:
             env["SHEPHERD_CHECKPOINT_DIR"] = overrides.checkpoint_dir
         script = run_script(as_argv(driver_command(spec, overrides)), env)
-        said = f"in place: driver run {k + 1} of Slurm job {job}, no sbatch"
+        said = f"in place: driver run {k + 1} of Slurm job {job}, no sbatch" + (
+            f", {spare.drain} drained from its Ray cluster (a spare node takes its place)" if pre else ""
+        )
         try:
             self.store.restart_in_place(
                 fresh,
@@ -717,7 +740,7 @@ class Actions:
                 exit_code=report.code if report else None,
                 ended_at=report.at if report else None,
                 message=f"attempt {n} restarted {said}",
-                give_word=lambda n: give_run(d, k, attempt=n, script=script, delay_s=delay),
+                give_word=lambda n: give_run(d, k, attempt=n, script=script, delay_s=delay, pre=pre),
             )
         except (WordTaken, OSError) as exc:
             log.warning("could not restart in place; resuming through Slurm", run_id=run.id, error=str(exc))

@@ -37,12 +37,12 @@ def spare_for(
     Only a worker node whose host still runs is drained (Ray's drain, never `ray stop`: the other nodes' Ray
     processes, the head's GCS among them, keep running); the head node runs the driver and the GCS, and a host
     that is down cannot be drained: both go back through Slurm with `--exclude`. `drained` are the nodes this
-    job's earlier driver runs drained already: each used one spare."""
+    job's earlier driver runs drained already: each used one spare (a fault on a drained node again finds
+    it counted). A `head_node` not known yet (Slurm's node list not read) may be this one: never drained."""
     if fault_node is None:
         return Spare(spare_left=False, head_node=False, host_up=host_up, drain=None)
-    used = {n for n in drained if n != fault_node}
-    on_head = head_node is not None and fault_node == head_node
-    left = spare_nodes - len(used) >= 1
+    on_head = head_node is None or fault_node == head_node  # (not known yet: it may be)
+    left = spare_nodes - len(set(drained)) >= 1
     ok = left and host_up and not on_head
     return Spare(spare_left=left, head_node=on_head, host_up=host_up, drain=fault_node if ok else None)
 

@@ -492,10 +492,17 @@ class JobSpec(_Strict):
 
     @model_validator(mode="after")
     def _spares_need_in_place(self) -> JobSpec:
-        """A spare node is used only by a restart in place: without one it would idle for nothing."""
+        """A spare node is used only by a restart in place (without one it would idle for nothing), and only
+        where the launcher leaves a drained node out of Ray's cluster (ours; not NeMo RL's ray.sub)."""
         if self.slurm.spare_nodes and not self.resume.in_place:
             raise ValueError(
                 "slurm.spare_nodes needs resume.in_place: true (a spare is used by a restart in place)"
+            )
+        if self.slurm.spare_nodes and self.launcher.kind == "nemo-rl":
+            raise ValueError(
+                "slurm.spare_nodes does not work with NeMo RL's ray.sub (main and v0.6.0): its worker loop "
+                "starts Ray again on a drained node seconds later, and ends the job after its retries "
+                "(docs/nemo-rl.md, 'Spare nodes')"
             )
         return self
 

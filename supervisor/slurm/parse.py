@@ -307,3 +307,12 @@ def node_for_address(sinfo: str, address: str, hostname: str | None = None) -> s
         if addr == address or (short is not None and short in (name, host, addr.split(".", 1)[0])):
             return name
     return None
+
+
+def first_node(nodelist: str | None) -> str | None:
+    """The first host of a Slurm node list (`gpu[007-009,012],cpu1` -> `gpu007`): where ray.sub runs the head
+    and the driver (`scontrol show hostnames` order)."""
+    m = re.match(r"\s*([^\[,\s]+)(?:\[(\d+))?", nodelist or "")
+    if m is None or m.group(1) in ("(null)", "None"):
+        return None
+    return m.group(1) + (m.group(2) or "")

@@ -92,3 +92,12 @@ def test_a_host_failure_resubmits_even_with_spares_left() -> None:
 def test_a_job_without_spares_resubmits_a_node_fault_and_a_fault_on_no_node_drains_nothing() -> None:
     assert spare_for("node-2", head_node="node-1", host_up=True, spare_nodes=0).drain is None
     assert spare_for(None, head_node="node-1", host_up=True, spare_nodes=1).drain is None
+
+
+def test_a_second_fault_on_the_node_that_took_the_only_spare_resubmits() -> None:
+    spare = spare_for("node-2", head_node="node-1", host_up=True, spare_nodes=1, drained=("node-2",))
+    assert not spare.spare_left and spare.drain is None
+
+
+def test_a_job_whose_head_node_is_not_known_yet_never_drains() -> None:
+    assert spare_for("node-2", head_node=None, host_up=True, spare_nodes=1).drain is None

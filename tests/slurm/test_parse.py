@@ -344,3 +344,12 @@ def test_an_address_names_the_node_whose_nodeaddr_or_hostname_it_is() -> None:
     assert node_for_address(sinfo, "10.64.2.7", "gpu-b07.cluster.example") == "gpu-b07"  # reverse DNS
     assert node_for_address(sinfo, "10.64.9.9", "login1.cluster.example") is None
     assert node_for_address("", "10.64.1.2") is None
+
+
+def test_the_first_node_of_a_slurm_node_list_is_where_ray_sub_runs_the_head() -> None:
+    from supervisor.slurm.parse import first_node
+
+    assert first_node("gpu[007-009,012],cpu1") == "gpu007"
+    assert first_node("node1,node2") == "node1"
+    assert first_node("dev1") == "dev1"
+    assert first_node("") is None and first_node(None) is None and first_node("(null)") is None

@@ -188,3 +188,12 @@ def test_shepherd_writes_the_step_and_the_command_before_its_word_and_drops_a_st
     (d / "word-1").unlink()  # (an interrupted try's leftovers, given again without a step)
     give_run(d, 1, attempt=2, script=runner.run_script(["true"], {}), delay_s=0)
     assert {p.name for p in d.iterdir()} == {"run-2.sh", "word-1"}
+
+
+def test_the_drain_step_is_a_complete_posix_script_naming_the_node_and_never_stopping_ray() -> None:
+    text = runner.drain_script("node-2", "shepherd: cuda-hardware-error on node-2")
+    assert runner.complete_lines(text, runner.SCRIPT_END) is not None
+    assert "node=node-2" in text and "drain-node" in text and "DRAIN_NODE_REASON_PREEMPTION" in text
+    assert "ray stop" not in text
+    done = subprocess.run([SH, "-n"], input=text, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

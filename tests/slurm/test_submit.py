@@ -160,18 +160,12 @@ def test_with_restart_in_place_the_driver_runs_under_the_runner_for_either_launc
 
 
 def test_spare_nodes_ask_slurm_for_n_plus_k_nodes_with_no_kill_and_size_the_trainer_to_n() -> None:
-    spec = {
-        **NEMO,
-        "slurm": {**NEMO["slurm"], "nodes": 2, "spare_nodes": 1},
-        "resume": {**NEMO["resume"], "in_place": True},
-    }
-    req = request(spec)
+    spares = {"slurm": {"nodes": 2, "spare_nodes": 1}, "resume": {"in_place": True}}
+    req = request({"name": "o", "command": ["python", "train.py"], **spares})
     assert "--nodes=3" in req.options and "--no-kill" in req.options
-    assert "cluster.num_nodes=2" in req.env["COMMAND"]
-    ours = request(
-        {"name": "o", "command": ["python", "train.py"], **{k: spec[k] for k in ("slurm", "resume")}}
-    )
-    assert ours.script_args[-1] == "cluster.num_nodes=2"  # our trainer reads the same key
+    assert req.script_args[-1] == "cluster.num_nodes=2"  # our trainer's key (NeMo RL's too)
+    shell = request({"name": "o", "command": "python train.py", **spares})
+    assert shell.script_args[-1].endswith("python train.py cluster.num_nodes=2")
 
 
 def test_without_spares_the_job_has_its_nodes_and_slurms_default_kill_and_the_trainer_its_own_count() -> None:
@@ -180,15 +174,18 @@ def test_without_spares_the_job_has_its_nodes_and_slurms_default_kill_and_the_tr
 
 
 def test_a_node_count_the_user_gave_the_trainer_wins() -> None:
-    spec = {
+    spares = {"slurm": {"nodes": 2, "spare_nodes": 1}, "resume": {"in_place": True}}
+    req = request({"name": "o", "command": "python train.py cluster.num_nodes=2", **spares})
+    assert " ".join(req.script_args).count("cluster.num_nodes=") == 1
+
+
+def test_spare_nodes_without_restart_in_place_or_under_nemo_rls_ray_sub_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"spare_nodes needs resume\.in_place"):
+        JobSpec.model_validate({"name": "o", "command": ["x"], "slurm": {"spare_nodes": 1}})
+    nemo = {
         **NEMO,
-        "command": NEMO["command"] + " cluster.num_nodes=2",
         "slurm": {**NEMO["slurm"], "spare_nodes": 1},
         "resume": {**NEMO["resume"], "in_place": True},
     }
-    assert request(spec).env["COMMAND"].count("cluster.num_nodes=") == 1
-
-
-def test_spare_nodes_without_restart_in_place_are_refused() -> None:
-    with pytest.raises(ValueError, match=r"spare_nodes needs resume\.in_place"):
-        JobSpec.model_validate({**NEMO, "slurm": {**NEMO["slurm"], "spare_nodes": 1}})
+    with pytest.raises(ValueError, match="starts Ray again on a drained node"):
+        JobSpec.model_validate(nemo)

@@ -20,7 +20,8 @@ the latest and `shutil.rmtree`s the rest inside the save (v0.6.0: a symlinked st
 What is not NeMo RL (each said where a test relies on it): no model, no Ray work (with --ray it only joins
 the cluster), metrics from formulas (reward rises, val:accuracy peaks at --peak), and
 --deadline-scale, which counts the deadline faster so a test does not wait minutes for a real one.
-Options: --fail-at STEP with --failure hf-cache|odd|nccl (first attempt only), --hf-cache-check DIR (NeMo
+Options: --fail-at STEP with --failure hf-cache|odd|nccl|gpu (--fault-node N: the node a gpu fault names; on
+attempts up to --fail-attempts, default the first), --hf-cache-check DIR (NeMo
 RL's HF->mcore error at policy init, every attempt, until HF_HOME or NRL_MEGATRON_CHECKPOINT_DIR is in DIR),
 --nan-at STEP (train/reward is NaN there), --resumed-gain X (a resumed attempt validates X better, so
 retention drops the step it resumed from), --step-seconds S, --record FILE (one JSON line per attempt),
@@ -205,9 +206,11 @@ class Checkpointer:
                 shutil.rmtree(path)
 
 
-def fail(kind: str) -> int:
+def fail(kind: str, node: str = "") -> int:
     print("Traceback (most recent call last):", flush=True)
-    if kind == "hf-cache":
+    if kind == "gpu":  # a GPU fault pinned to a node (cuda-hardware-error excludes it)
+        print(f"RuntimeError: CUDA error: uncorrectable ECC error encountered (hostname={node})", flush=True)
+    elif kind == "hf-cache":
         print(
             '  File "/opt/nemo_rl/models/megatron/community_import.py", line 80, in import_model', flush=True
         )
@@ -260,7 +263,9 @@ def main() -> int:
     ap.add_argument("--save-every", type=int, help="checkpointing.save_period unless given as a key")
     ap.add_argument("--peak", type=int, default=10)
     ap.add_argument("--fail-at", type=int, default=0, help="on the first attempt, fail at this step")
-    ap.add_argument("--failure", choices=["hf-cache", "odd", "nccl"], default="hf-cache")
+    ap.add_argument("--failure", choices=["hf-cache", "odd", "nccl", "gpu"], default="hf-cache")
+    ap.add_argument("--fault-node", default="", help="the node a gpu failure names")
+    ap.add_argument("--fail-attempts", type=int, default=1, help="fail at --fail-at on attempts up to this")
     ap.add_argument("--hf-cache-check", metavar="SHARED_DIR")
     ap.add_argument("--record")
     ap.add_argument("--nan-at", type=int, default=0, help="train/reward is NaN at this step")
@@ -312,8 +317,8 @@ def main() -> int:
         print(f"\n{BANNER} Step {step}/{max_steps} {BANNER}", flush=True)
         if args.step_seconds:
             time.sleep(args.step_seconds)
-        if attempt == 1 and step == args.fail_at:
-            return fail(args.failure)
+        if attempt <= args.fail_attempts and step == args.fail_at:
+            return fail(args.failure, args.fault_node)
         reward = float("nan") if step == args.nan_at else step / max_steps
         loss = 1.0 / step
         validated = step % val_period == 0 or step == max_steps

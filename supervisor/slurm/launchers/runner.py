@@ -94,6 +94,48 @@ def pre_name(run: int) -> str:
     return f"pre-{run}.sh"
 
 
+# The drain, run by the runner before the next driver run (pre-K.sh) where the driver runs, so Ray's GCS is
+# reachable: the Ray node at the Slurm node's address is drained with Ray's DrainNode (`ray drain-node`, the
+# reason a preemption's, which the GCS always accepts), never stopped: every other Ray process keeps running
+# and the node takes no new work. It needs the driver's Python to have ray (it does: the driver uses it).
+_DRAIN_PY = """\
+import os, socket, subprocess, sys
+import ray
+node, addr, why = sys.argv[1], sys.argv[2] or sys.argv[1], sys.argv[3]
+try:
+    ip = socket.gethostbyname(addr)
+except OSError:
+    ip = addr
+address = os.environ.get("RAY_ADDRESS") or "auto"
+ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+ids = [n["NodeID"] for n in ray.nodes() if n.get("Alive") and n.get("NodeManagerAddress") == ip]
+ray.shutdown()
+if len(ids) != 1:
+    sys.exit(f"shepherd drain: {len(ids)} live Ray nodes at {ip} ({node}): drained none")
+cli = os.path.join(os.path.dirname(sys.executable), "ray")
+cli = cli if os.access(cli, os.X_OK) else "ray"
+argv = [cli, "drain-node", "--address", address, "--node-id", ids[0], "--reason",
+        "DRAIN_NODE_REASON_PREEMPTION", "--reason-message", why]
+print(f"shepherd drain: draining Ray node {ids[0]} at {ip} ({node})", flush=True)
+sys.exit(subprocess.call(argv))
+"""
+
+
+def drain_script(node: str, why: str) -> str:
+    """A pre-K.sh that drains Slurm node `node` out of the job's Ray cluster (its address from scontrol when
+    the job can ask, else the name resolved); it fails, so the job ends, when no single live Ray node is
+    there. `SHEPHERD_PYTHON` (the job's environment) names the Python to use, else `python3`."""
+    lines = [
+        "#!/bin/sh",
+        f"node={shlex.quote(node)}",
+        "addr=$(scontrol show node -o \"$node\" 2>/dev/null | grep -o 'NodeAddr=[^ ]*' | cut -d= -f2)",
+        f'exec "${{SHEPHERD_PYTHON:-python3}}" -c {shlex.quote(_DRAIN_PY)} "$node" "$addr" '
+        + shlex.quote(why),
+        SCRIPT_END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def word_text(word: Word, *, attempt: int, delay_s: float = 0.0) -> str:
     """Shepherd's word after a driver run: `run` (again, as `attempt`) or `end` (the job)."""
     return f"word={word}\nattempt={attempt}\ndelay_s={max(0, round(delay_s))}\n{END}\n"

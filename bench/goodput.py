@@ -59,6 +59,18 @@ Issue 31 ("keep the allocation") adds four, each under two queue models:
                      and the node is not the head node. K = the GPU/HBM faults expected in one job's length
                      (the time limit) from the trace's rate, plus one; the spares' GPUs are held for the whole
                      campaign, idle, and count as lost GPU-hours (goodput's denominator has N + K nodes).
+    in_place_tuned, in_place_spares_tuned
+                     the same two with `checkpoint.tune_interval: true`, nothing else changed (the same
+                     random draws too): each submission gets the save period Shepherd's real code passes
+                     (act/interval.py's next_save_period over decide/interval.py: Young/Daly from the save
+                     time and the run's own MTBF once it holds 3 failures, in whole --step-s steps, only a
+                     divisor of the kept aligned steps: safe_save_period); a restart in place keeps the
+                     period, as the daemon does. Until then the command's period (--checkpoint-interval-s)
+                     stands. The trainer
+                     saves at multiples of its period, as NeMo RL does (resumed off them, e.g. after a
+                     preemption's save, its first save comes sooner); the untuned strategies keep the bench's
+                     older model, a save every interval from the attempt's start, which is the same whenever
+                     an attempt starts on an aligned step. See Tuner for what is simplified.
     ceiling          what no supervisor beats here: checkpoints every Young/Daly interval sqrt(2 x save x
                      MTBF), each failure (host failures too) seen at once and restarted in place for the load
                      time plus the work redone since the checkpoint, a known end (time limit, planned) saved
@@ -91,8 +103,10 @@ baseline, then every strategy under both queue models with its ratio to the ceil
 place + spares >= 95% of the ceiling on shared_cluster, >= 97% on reservation; Shepherd's overhead per failure
 < 1% of the MTBF), writes bench/results/goodput.json; the LAST line is a JSON object with goodput (the three
 first strategies, reservation), shepherd_overhead_fraction_of_mtbf, shepherd_best_goodput, and per queue model
-`{"reservation": {"goodput": {...}, "ratio_to_ceiling": {...}, ...}, "shared_cluster": {...}}` with every
-strategy, and `goals`.
+`{"reservation": {"goodput": {...}, "ratio_to_ceiling": {...}, "tuned_interval": {...}, ...},
+"shared_cluster": {...}}` with every strategy (tuned_interval: the tuned strategies' save periods and what
+each was computed from), `goals` (issue 31's, for in place + spares) and `goals_by_strategy` (the same goals
+for each in-place strategy, tuned or not).
 Usage: .venv/bin/python bench/goodput.py [--seed 405] [--hang-fraction 0.05] [--fixed-hang-bound-s 1800] ...
 """
 
@@ -112,10 +126,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from supervisor.act.interval import FileSide, StoreSide, failures, next_save_period
 from supervisor.decide.checkpoints import choose, discover
 from supervisor.decide.history import attempt_records, policy_config
 from supervisor.decide.inplace import can_restart_in_place
-from supervisor.decide.interval import young_daly_interval_s
+from supervisor.decide.interval import MIN_FAILURES, Exposure, young_daly_interval_s
 from supervisor.decide.plan import GiveUp, Resume, plan_match, unrecognised_resume
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.observations import ProgressEvent, StateEvent, Tick
@@ -169,8 +184,11 @@ LINES = {
 STATES = {"host": JobState.NODE_FAIL, "time_limit": JobState.TIMEOUT, "planned": JobState.PREEMPTED}
 STRATEGIES = ("human", "poller", "shepherd")  # today's three: the last line's top-level keys
 # Keeping the allocation (issue 31), side by side with them under each queue model.
-ALL_STRATEGIES = (*STRATEGIES, "resubmit", "in_place", "in_place_spares", "ceiling")
-DECIDERS = ("shepherd", "in_place", "in_place_spares")  # strategies that run the real decision code
+# With `checkpoint.tune_interval: true`: their untuned namesakes, the save period tuned by Shepherd.
+TUNED = {"in_place_tuned": "in_place", "in_place_spares_tuned": "in_place_spares"}
+ALL_STRATEGIES = (*STRATEGIES, "resubmit", "in_place", "in_place_spares", *TUNED, "ceiling")
+# strategies that run the real decision code
+DECIDERS = ("shepherd", "in_place", "in_place_spares", *TUNED)
 SPARE_CAUSES = ("gpu", "hbm")  # faults on a node whose host stays up: what a spare node absorbs
 HEAD_NODE = 1  # node0001: the job's first node, where the driver and Ray's GCS run
 RECENT_STEPS = 30  # steps fed to the stalled trigger before a hang: enough to learn (min_samples), cheap
@@ -183,6 +201,8 @@ LABEL = {
     "resubmit": "resubmit: today's Shepherd (every recovery through Slurm)",
     "in_place": "in place: restart inside the running job",
     "in_place_spares": "in place + spare nodes for GPU/HBM faults",
+    "in_place_tuned": "in place, checkpoint.tune_interval: true",
+    "in_place_spares_tuned": "in place + spares, checkpoint.tune_interval: true",
     "ceiling": "ceiling: Young/Daly interval, load + redone work only",
 }
 
@@ -221,6 +241,7 @@ class Outcome:
     in_place: list[tuple[str, int]] = field(default_factory=list)  # restarts inside the job: (cause, attempt)
     spare_gpus: float = 0.0  # GPUs the jobs hold beyond the trainer's (spare nodes): idle, counted as lost
     queue_waits: list[float] = field(default_factory=list)  # per submission: its queue wait
+    tuning: list[dict[str, Any]] | None = None  # tune_interval's save period changes (None: not tuned)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,15 +274,25 @@ class Work:
 
 
 def train(
-    start_work: float, train_start: float, e_event: float, interval: float, save_s: float, step_s: float
+    start_work: float,
+    train_start: float,
+    e_event: float,
+    interval: float,
+    save_s: float,
+    step_s: float,
+    first: float | None = None,
 ) -> Work:
+    """`first`: the work before the first save, where it is shorter than `interval` (a trainer that saves at
+    multiples of its save period, as NeMo RL does, resumed from a step off them); None: a whole interval."""
+    lead = 0.0 if first is None else interval - first  # as if the attempt began this far into a cycle
     cycle = interval + save_s
-    cycles = int(e_event // cycle)
-    offset = e_event - cycles * cycle
-    reached_work = start_work + cycles * interval + min(offset, interval)
-    kept_work = start_work + cycles * interval
+    cycles = int((e_event + lead) // cycle)
+    offset = e_event + lead - cycles * cycle
+    reached_work = start_work + cycles * interval + min(offset, interval) - lead
+    kept_work = start_work + cycles * interval - lead if cycles else start_work
     ckpts = [
-        (int((start_work + k * interval) // step_s), train_start + k * cycle) for k in range(1, cycles + 1)
+        (int((start_work + k * interval - lead) // step_s), train_start + k * cycle - lead)
+        for k in range(1, cycles + 1)
     ]
     stretches: list[tuple[str, float, float | None]] = [("checkpointing", t - save_s, t) for _, t in ckpts]
     if offset > interval:  # stopped inside a save: the part it did is still checkpointing
@@ -319,6 +350,74 @@ def spare_nodes(args: argparse.Namespace) -> int:
     rate = sum(CAUSES[c] for c in SPARE_CAUSES) / campaign
     length = float(args.time_limit_h) * 3600.0 if args.time_limit_h else campaign
     return math.ceil(rate * length) + 1
+
+
+class Tuner:
+    """`checkpoint.tune_interval: true` as the daemon carries it out: at each submission, act/interval.py's
+    `next_save_period` on what Shepherd would have measured by then. A restart in place keeps the period
+    (act/actions.py tunes only at a submission), so the switch comes at the first submission after the
+    run's 3rd failure, not at the first driver run after it. The save time is --checkpoint-save-s (each
+    kept step timed from its files); the seconds per step --step-s (the monitor's step marks); the MTBF the
+    run's own, from the report's cost of its attempts so far (running time over failures; time limits and
+    preemptions are not failures), once it holds 3 failures: before that, the command's period stands.
+    Simplified: the cluster-wide rate is left out, which changes nothing here (the store holds this run
+    alone: its rate is the run's, with as few failures). The period starts at --checkpoint-interval-s in
+    steps (the command's `checkpointing.save_period`); the kept steps are the bench's checkpoints on disk
+    (its KEEP_CHECKPOINTS newest), so `safe_save_period` passes only divisors of their aligned steps."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.command_period = round(args.checkpoint_interval_s / args.step_s)
+        self.spec = JobSpec.model_validate(
+            {
+                "name": RUN,
+                "command": ["python", "-m", "train", f"checkpointing.save_period={self.command_period}"],
+                "slurm": {"nodes": args.gpus // 8, "gpus_per_node": 8},
+                "checkpoint": {"dir": "/ckpt", "tune_interval": True},
+            }
+        )
+        self.passed: int | None = None  # the save period Shepherd passed to the latest attempt
+        self.own = Exposure(0, 0.0)  # the run's failures and running seconds over the attempts counted so far
+        self.counted = 0  # attempts counted (failures and running time add up attempt by attempt)
+
+    @property
+    def period(self) -> int:
+        """The save period the trainer runs with: the one passed last, else the command's."""
+        return self.passed or self.command_period
+
+    def submit(
+        self, n: int, attempts: list[AttemptFacts], kept: list[int], now: float
+    ) -> dict[str, Any] | None:
+        """Attempt `n`'s period, as loops.py's _tuned_save_period passes it; the change, if it changed."""
+        if (
+            len(attempts) > self.counted
+        ):  # each has ended by now: its running time is its own, whatever follows
+            c = cost(attempts[self.counted :], now=now)
+            self.own = Exposure(self.own.failures + failures(c), self.own.seconds + c.running_s)
+            self.counted = len(attempts)
+        own = self.own
+        st = StoreSide(
+            step_marks=(((0, 0.0), (1, self.args.step_s)),),
+            own=own,
+            cluster=None,
+            nodes=self.args.gpus // 8,
+            previous_period=self.passed,
+            person_set=False,
+        )
+        fs = FileSide(tuple(self.args.checkpoint_save_s for _ in kept), tuple(kept), None)
+        old = self.period
+        self.passed, why = next_save_period(self.spec, st, fs)
+        if self.period == old:
+            return None
+        return {
+            "attempt": n,
+            "failures": own.failures,
+            "running_s": own.seconds,
+            "old_period": old,
+            "kept_steps": kept,
+            "period": self.period,
+            "why": why,
+        }
 
 
 def simulate_ceiling(
@@ -576,14 +675,16 @@ def simulate(
     queue: QueueModel | None = None,
 ) -> Outcome:
     s = Settings()
-    rng = random.Random(f"{args.seed}-{strategy}")
+    base = TUNED.get(strategy, strategy)  # a tuned strategy is its namesake with tune_interval on
+    rng = random.Random(f"{args.seed}-{base}")  # ... and draws its namesake's jitter (common random numbers)
     poll = (
         s.slurm.steady_poll_interval_s if strategy in DECIDERS else {"human": 300.0, "poller": 15.0}[strategy]
     )
     phase = rng.uniform(0, poll)
     gpus = float(args.gpus)
-    keeps_job = strategy in ("in_place", "in_place_spares")  # the job-side runner keeps the allocation
-    spares = spare_nodes(args) if strategy == "in_place_spares" else 0
+    keeps_job = base in ("in_place", "in_place_spares")  # the job-side runner keeps the allocation
+    spares = spare_nodes(args) if base == "in_place_spares" else 0
+    tuner = Tuner(args) if strategy in TUNED else None
     waits = (queue or QueueModel("reservation", args.queue_wait_s)).waits(args.seed)
     spec = JobSpec.model_validate(
         {
@@ -594,7 +695,7 @@ def simulate(
         }
     )
     decider = ShepherdDecider(rules, spec, step_s=args.step_s, startup_s=args.startup_s)
-    out = Outcome(spare_gpus=8.0 * spares)
+    out = Outcome(spare_gpus=8.0 * spares, tuning=[] if tuner else None)
     saved_steps: list[int] = [0]  # complete checkpoints on disk (campaign steps)
     submit_at, work, i = 0.0, 0.0, 0
     by_human = False  # the next attempt is a person's resubmission after the policy stopped
@@ -613,17 +714,23 @@ def simulate(
             train_start = started + args.startup_s
             limit_end = started + args.time_limit_h * 3600.0 if args.time_limit_h else math.inf
             spares_left = spares
+            if tuner is not None and out.tuning is not None:  # the daemon tunes at a submission only
+                kept = [st for st in sorted(set(saved_steps))[-KEEP_CHECKPOINTS:] if st > 0]
+                change = tuner.submit(n, out.attempts, kept, submit_at)
+                if change is not None:
+                    out.tuning.append(change)
         start_work = work
         start_step = int(start_work // args.step_s)
+        interval = args.checkpoint_interval_s if tuner is None else tuner.period * args.step_s
+        # NeMo RL saves at multiples of its save period: resumed off them, the first save comes sooner
+        first = None if tuner is None else (tuner.period - start_step % tuner.period) * args.step_s
         e_event = remaining
         cause = ev.cause
         if train_start + e_event > limit_end:
             e_event, cause = max(0.0, limit_end - train_start), "time_limit"
         hang = ev.hang and cause != "time_limit"
         fail = train_start + e_event
-        w = train(
-            start_work, train_start, e_event, args.checkpoint_interval_s, args.checkpoint_save_s, args.step_s
-        )
+        w = train(start_work, train_start, e_event, interval, args.checkpoint_save_s, args.step_s, first)
         reached_work, kept_work, offset, ckpts, stretches = (
             w.reached_work,
             w.kept_work,
@@ -745,7 +852,7 @@ def simulate(
         # The checkpoint: the real choice among complete ones (a save cut short is a tmp_step_N: never).
         kept = sorted(set(saved_steps))[-KEEP_CHECKPOINTS:]
         listing = [(f"step_{st}", {"step": st}, True) for st in kept]
-        if offset > args.checkpoint_interval_s and cause != "planned":
+        if offset > interval and cause != "planned":
             listing.append((f"tmp_step_{int(reached_work // args.step_s)}", None, False))
         chosen = choose(discover(listing), selector).checkpoint
         resume_step = chosen.step if chosen is not None else 0
@@ -832,6 +939,29 @@ def summarise(out: Outcome, args: argparse.Namespace) -> dict[str, Any]:
         "queue_wait_s_mean": statistics.fmean(out.queue_waits) if out.queue_waits else 0.0,
         "spare_gpus": out.spare_gpus,
         "spare_gpu_hours": c.wall_s * out.spare_gpus / 3600.0,
+        **({"save_period_changes": out.tuning} if out.tuning is not None else {}),
+    }
+
+
+IN_PLACE = ("in_place", "in_place_spares", *TUNED, "ceiling")  # strategies that restart in place
+GOAL_STRATEGIES = ("in_place", "in_place_spares", *TUNED)  # whose goals the printout says are met or not
+GOAL_RATIOS = {  # issue 31's goals for in place + spares: (queue model, least ratio to the ceiling)
+    "in_place_spares_vs_ceiling_shared_cluster": ("shared_cluster", 0.95),
+    "in_place_spares_vs_ceiling_reservation": ("reservation", 0.97),
+}
+
+
+def tuned_interval(changes: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    """A tuned strategy's save periods: the command's, each change (and what it came from), the last."""
+    command = round(args.checkpoint_interval_s / args.step_s)
+    last = changes[-1]["period"] if changes else command
+    return {
+        "command_period": command,
+        "step_s": args.step_s,
+        "save_s": args.checkpoint_save_s,
+        "changes": changes,
+        "period": last,
+        "interval_s": last * args.step_s,
     }
 
 
@@ -861,7 +991,11 @@ def side_by_side(
         f"{args.time_limit_h:g} h job, + 1; ceiling: checkpoint every {interval / 60:.1f} min (Young/Daly, "
         f"{args.checkpoint_save_s:.0f} s save, {mtbf / 3600:.2f} h MTBF), each failure "
         f"{args.load_s:.0f} s + redone work",
-        f"  {'strategy':<16}"
+        "  tuned (checkpoint.tune_interval: true): from the command's "
+        f"{round(args.checkpoint_interval_s / args.step_s)} steps of {args.step_s:g} s, each submission gets "
+        f"act/interval.py's save period from the run's own MTBF once it holds {MIN_FAILURES} failures, "
+        "Young/Daly in whole steps, only a divisor that keeps the kept steps aligned (safe_save_period)",
+        f"  {'strategy':<22}"
         + "".join(f"{q.name + ' gp':>18}{'/ceiling':>9}{'ovh/MTBF':>9}" for q in queues)
         + f"{'in place (res)':>16}",
     ]
@@ -875,30 +1009,42 @@ def side_by_side(
             "overhead_fraction_of_mtbf": {
                 st: round(r[st]["overhead_s_per_failure"] / mtbf, 5) for st in ("resubmit", *DECIDERS[1:])
             },
-            "restarts_in_place": {
-                st: r[st]["restarts_in_place"] for st in ("in_place", "in_place_spares", "ceiling")
-            },
-            "queue_s_max_in_place": {
-                st: round(r[st]["queue_s_max_in_place"], 1)
-                for st in ("in_place", "in_place_spares", "ceiling")
-            },
+            "restarts_in_place": {st: r[st]["restarts_in_place"] for st in IN_PLACE},
+            "queue_s_max_in_place": {st: round(r[st]["queue_s_max_in_place"], 1) for st in IN_PLACE},
             "queue_wait_s_mean": round(r["resubmit"]["queue_wait_s_mean"], 1),
             "spare_gpu_hours": round(r["in_place_spares"]["spare_gpu_hours"], 1),
+            "tuned_interval": {st: tuned_interval(r[st]["save_period_changes"], args) for st in TUNED},
         }
     for st in ALL_STRATEGIES:
-        row = f"  {st:<16}"
+        row = f"  {st:<22}"
         for q in queues:
             o = out[q.name]
             ovh = o["overhead_fraction_of_mtbf"].get(st)
             row += f"{100 * o['goodput'][st]:>17.2f}%{o['ratio_to_ceiling'][st]:>9.3f}"
             row += f"{100 * ovh:>8.2f}%" if ovh is not None else f"{'-':>9}"
         n_in = sum(out["reservation"]["restarts_in_place"].get(st, {}).values())
-        lines.append(
-            row + (f"{n_in:>16}" if st in ("in_place", "in_place_spares", "ceiling") else f"{'-':>16}")
-        )
+        lines.append(row + (f"{n_in:>16}" if st in IN_PLACE else f"{'-':>16}"))
+    for q in queues:
+        for st, t in out[q.name]["tuned_interval"].items():
+            lines.append(
+                f"  {st} ({q.name}): save period "
+                + " -> ".join(
+                    [str(t["command_period"])]
+                    + [
+                        f"{c['period']} (attempt {c['attempt']}, {c['failures']} failures)"
+                        for c in t["changes"]
+                    ]
+                )
+                + f" steps; last {t['interval_s'] / 60:.1f} min (Young/Daly at the whole trace's MTBF: "
+                f"{interval / 60:.1f} min)"
+            )
     ratio_shared = out["shared_cluster"]["ratio_to_ceiling"]["in_place_spares"]
     ratio_res = out["reservation"]["ratio_to_ceiling"]["in_place_spares"]
-    ovh = max(v for o in (out[q.name] for q in queues) for v in o["overhead_fraction_of_mtbf"].values())
+    ovh = max(  # the goal's strategies: the tuned ones are reported beside it (goals_by_strategy)
+        out[q.name]["overhead_fraction_of_mtbf"][st]
+        for q in queues
+        for st in ("resubmit", "in_place", "in_place_spares")
+    )
     goals = {
         "in_place_spares_vs_ceiling_shared_cluster": {
             "ratio": ratio_shared,
@@ -912,6 +1058,19 @@ def side_by_side(
         },
         "shepherd_overhead_fraction_of_mtbf_max": {"fraction": ovh, "goal": 0.01, "met": ovh < 0.01},
     }
+    # The same goals, strategy by strategy: which keeping-the-allocation strategy meets which.
+    by_strategy: dict[str, dict[str, dict[str, Any]]] = {}
+    for name, (model, goal) in GOAL_RATIOS.items():
+        by_strategy[name] = {
+            st: {"ratio": r, "met": r >= goal}
+            for st in GOAL_STRATEGIES
+            for r in [out[model]["ratio_to_ceiling"][st]]
+        }
+    by_strategy["shepherd_overhead_fraction_of_mtbf_max"] = {
+        st: {"fraction": f, "met": f < 0.01}
+        for st in GOAL_STRATEGIES
+        for f in [max(out[q.name]["overhead_fraction_of_mtbf"][st] for q in queues)]
+    }
     lines.append(
         f"goals: in place + spares / ceiling on shared_cluster {ratio_shared:.3f} (>= 0.95: "
         f"{'met' if ratio_shared >= 0.95 else 'NOT met'}), on reservation {ratio_res:.3f} (>= 0.97: "
@@ -919,10 +1078,28 @@ def side_by_side(
         f"in place and in place + spares under both queue models: {100 * ovh:.2f}% of the MTBF (< 1%: "
         f"{'met' if ovh < 0.01 else 'NOT met'})"
     )
+    for name, label in (
+        ("in_place_spares_vs_ceiling_shared_cluster", "ratio to the ceiling on shared_cluster >= 0.95"),
+        ("in_place_spares_vs_ceiling_reservation", "ratio to the ceiling on reservation >= 0.97"),
+        (
+            "shepherd_overhead_fraction_of_mtbf_max",
+            "overhead per failure < 1% of the MTBF (worse queue model)",
+        ),
+    ):
+        lines.append(
+            f"  which strategy meets the goal {label}: "
+            + ", ".join(
+                f"{st} "
+                + (f"{v['ratio']:.3f}" if "ratio" in v else f"{100 * v['fraction']:.2f}%")
+                + (" met" if v["met"] else " NOT met")
+                for st, v in by_strategy[name].items()
+            )
+        )
     return {
         "lines": lines,
         **out,
         "goals": goals,
+        "goals_by_strategy": by_strategy,
         "spare_nodes": k,
         "young_daly_interval_s": round(interval, 1),
         "load_s": args.load_s,

@@ -1,7 +1,8 @@
 """bench/goodput.py keeps running on Shepherd's real decision code: its last line is the JSON the README
 quotes, every strategy's goodput is a fraction, and Shepherd's stall rule catches the silent hangs the
 others wait out until the time limit; issue 31's strategies (in place, in place + spares, the ceiling) come
-out of the code paths they claim, under both queue models."""
+out of the code paths they claim, under both queue models, and the tuned ones checkpoint at the save period
+Shepherd's own interval code passes."""
 
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ from typing import Any
 
 import pytest
 
+from supervisor.decide.interval import (
+    MIN_FAILURES,
+    interval_steps,
+    safe_save_period,
+    young_daly_interval_s,
+)
 from supervisor.decide.plan import Resume
 from supervisor.report.costs import AttemptFacts
 
@@ -36,7 +43,8 @@ def _bench() -> ModuleType:
 
 goodput = _bench()
 
-NEW = {"resubmit", "in_place", "in_place_spares", "ceiling"}
+TUNED = {"in_place_tuned", "in_place_spares_tuned"}
+NEW = {"resubmit", "in_place", "in_place_spares", "ceiling"} | TUNED
 RUNNER_POLL_S = 5.0  # the bench's default --runner-poll-s
 
 
@@ -100,6 +108,11 @@ def test_every_strategy_is_reported_under_both_queue_models_below_the_ceiling(
         "shepherd_overhead_fraction_of_mtbf_max",
     }
     assert all(isinstance(g["met"], bool) for g in goals.values())
+    # the same goals, said for each in-place strategy, tuned or not
+    for name, goal in goals.items():
+        by = last["goals_by_strategy"][name]
+        assert set(by) == {"in_place", "in_place_spares"} | TUNED
+        assert by["in_place_spares"]["met"] == goal["met"]
 
 
 def test_restarts_in_place_pay_no_queue_and_go_through_slurm_when_the_fix_needs_another_allocation(
@@ -159,3 +172,31 @@ def test_the_shared_clusters_queue_waits_are_seeded_lognormal_draws_around_their
     assert statistics.median(draws) == pytest.approx(1200.0, rel=0.1)
     reservation = goodput.QueueModel("reservation", 120.0)
     assert set(islice(reservation.waits(405), 10)) == {120.0}
+
+
+def test_the_tuned_strategies_checkpoint_at_the_save_period_shepherds_interval_code_passes(
+    bench: tuple[dict[str, Any], str],
+) -> None:
+    last, stdout = bench
+    for model in ("reservation", "shared_cluster"):
+        tuned = last[model]["tuned_interval"]
+        assert set(tuned) == TUNED
+        for st, t in tuned.items():
+            assert t["command_period"] == 90  # the bench's 30 min in its 20-s steps, until Shepherd measures
+            assert t["changes"], f"{st} never tuned its period"
+            old = t["command_period"]
+            for change in t["changes"]:
+                assert change["old_period"] == old
+                # measured once the run's own history holds enough failures (no cluster in a one-run store)
+                assert change["failures"] >= MIN_FAILURES
+                mtbf = change["running_s"] / change["failures"]
+                target = interval_steps(young_daly_interval_s(t["save_s"], mtbf), t["step_s"])
+                assert change["period"] == safe_save_period(target, old, change["kept_steps"])
+                # never a period that orphans a kept step aligned to the old one
+                assert all(s % change["period"] == 0 for s in change["kept_steps"] if s % old == 0)
+                old = change["period"]
+            assert t["period"] == old and t["interval_s"] == old * t["step_s"]
+        # tuning changes the checkpoints, not where recoveries happen: still in place, never in Slurm's queue
+        assert set(last[model]["restarts_in_place"]["in_place_tuned"]) <= {"network", "software", "hang"}
+        assert all(q <= RUNNER_POLL_S for q in last[model]["queue_s_max_in_place"].values())
+    assert "in_place_spares_tuned" in stdout.split("goals:")[1]  # the printed goals say which meets which

@@ -60,5 +60,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         real = any(i.get_closest_marker(m) for i in its for m in REAL_PARTS)
         return SuiteFile(path, kind, len(its), real)
 
-    order = file_order([describe(path, its) for path, its in groups.items()])
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    order = file_order([describe(path, its) for path, its in groups.items()], workers)
     items[:] = [item for path in order for item in groups[path]]

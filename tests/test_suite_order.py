@@ -25,6 +25,17 @@ def test_longest_first_and_each_ray_sub_file_beside_one_without_ray() -> None:
     ]
 
 
+def test_with_three_workers_a_ray_sub_file_is_followed_by_two_without_ray() -> None:
+    files = [
+        SuiteFile("raysub-a", "ray_stop", 8, True),
+        SuiteFile("raysub-b", "ray_stop", 4, True),
+        SuiteFile("p1", "plain", 30, True),
+        SuiteFile("p2", "plain", 20, True),
+        SuiteFile("p3", "plain", 10, True),
+    ]
+    assert file_order(files, workers=3) == ["raysub-a", "p1", "p2", "raysub-b", "p3"]
+
+
 def test_a_measured_file_is_placed_by_its_seconds_an_unknown_one_by_its_tests() -> None:
     measured = next(iter(SECONDS))
     assert SuiteFile(measured, "plain", 1, True).seconds == SECONDS[measured]

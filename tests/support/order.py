@@ -1,8 +1,8 @@
 """The order pytest-xdist hands test files out in, so that two workers on two cores finish together.
 
 Longest files first (a long file handed out last is a tail with one core idle), and NeMo RL's ray.sub files
-(`ray_stop`: each runs alone among the Ray tests, tests/support/raylock.py) each paired with a long file
-without Ray, so the other worker has work that does not wait for the lock. The seconds are measured
+(`ray_stop`: each runs alone among the Ray tests, tests/support/raylock.py) each followed by long files
+without Ray, one per other worker, so they have work that does not wait for the lock. The seconds are measured
 (scripts/test prints the slowest 20 tests; these are whole files on the 2-core machine, 2026-11-27), used
 only for the order; a file not listed is guessed from its number of tests. The integration tier runs with
 `--no-loadscope-reorder`: xdist's own reorder (most tests first) would undo this.
@@ -85,16 +85,18 @@ class SuiteFile:
         return GUESS_PER_TEST_S[key] * self.tests
 
 
-def file_order(files: Sequence[SuiteFile]) -> list[str]:
-    """Longest first; each ray.sub file followed by the longest file left that starts no Ray."""
+def file_order(files: Sequence[SuiteFile], workers: int = 2) -> list[str]:
+    """Longest first; each ray.sub file followed by the longest files left that start no Ray, one for each
+    other worker."""
     by_time = sorted(files, key=lambda f: -f.seconds)  # stable: equal times keep the files' order
     exclusive = [f for f in by_time if f.kind == "ray_stop"]
     plain = [f for f in by_time if f.kind == "plain"]
     order: list[SuiteFile] = []
     for f in exclusive:
         order.append(f)
-        if plain:
-            order.append(plain.pop(0))
+        for _ in range(max(1, workers - 1)):
+            if plain:
+                order.append(plain.pop(0))
     placed = {f.path for f in order}
     order += [f for f in by_time if f.path not in placed]
     return [f.path for f in order]

@@ -62,4 +62,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
     order = file_order([describe(path, its) for path, its in groups.items()], workers)
-    items[:] = [item for path in order for item in groups[path]]
+    # In a file, its ray.sub tests first: a module fixture that takes the Ray lock exclusively is then set up
+    # under a test that holds it so (a shared holder cannot upgrade).
+    items[:] = [
+        item
+        for path in order
+        for item in sorted(groups[path], key=lambda i: i.get_closest_marker("ray_stop") is None)
+    ]

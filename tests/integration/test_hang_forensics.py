@@ -1,4 +1,4 @@
-"""A real hung GRPO run on the dev cluster: our trainer under ray.sub, steps of about five seconds, a
+"""A real hung GRPO run on the dev cluster: our trainer under ray.sub, steps of a few seconds, a
 validation several times longer than the bound learnt for a generation, then the trainer's `hang` fault (its
 rollout worker never returns). The learnt bound declares the hang (the validation before it is not flagged),
 the stacks are taken from the job's node before the cancel and show the hanging function, and the run resumes
@@ -45,10 +45,12 @@ def spec(tmp: Path) -> Path:
     (tmp / "rules.yaml").write_text(RULES)
     command = [
         "python", "-m", "trainer", "--config", str(REPO / "examples" / "toy-grpo.yaml"),
-        # 2048 prompts x 8 answers: generation and training phases of 2-3 s, seen by the daemon's reads of
-        # status.json once a second (the toy's default batch takes 40 ms a phase: a real step takes minutes)
+        # 1024 prompts x 8 answers: generation and training phases of 1-2 s on a quiet machine, seen by
+        # the daemon's reads of status.json once a second (the toy's default batch takes 40 ms a phase: a
+        # real step takes minutes); the validation below is ~12 such phases, so a loaded machine that slows
+        # the phases (and the bound learnt from them) still leaves it longer than the bound
         "grpo.max_num_steps=8", "grpo.val_period=4", "grpo.val_at_start=false",
-        "grpo.num_prompts_per_step=2048",
+        "grpo.num_prompts_per_step=1024",
         "grpo.max_val_samples=100000",  # a validation of ~20 s: longer than the learnt bound, and silent
         "checkpointing.save_period=4", f"checkpointing.checkpoint_dir={ckpt}", f"logger.log_dir={logs}",
         "cluster.num_cpus=2", "fault.kind=hang", "fault.at_step=7",

@@ -5,12 +5,13 @@ ray.sub exits before it runs any `ray` command, so this needs no Ray lock."""
 
 from __future__ import annotations
 
+import getpass
 import json
 from pathlib import Path
 
 import pytest
 
-from tests.support.daemon import DaemonProcess
+from tests.support.daemon import DaemonProcess, wait_for
 
 from .conftest import SlurmCluster
 
@@ -50,6 +51,12 @@ def test_a_gpus_per_node_that_ray_sub_would_refuse(
         assert refused.returncode != 0, refused.stdout
         assert "slurm.gpus_per_node" in refused.stderr and "set slurm.gpus_per_node: 4" in refused.stderr
 
+        # ray.sub takes its nodes whole (--exclusive): jobs an earlier test of this worker left running on its
+        # one node would keep this job pending past the wait (seen in clean-ci), so they go first.
+        slurm_cluster.run("scancel", "--user", getpass.getuser(), check=False)
+        wait_for(
+            lambda: not slurm_cluster.run("squeue", "-h", "-o", "%i").stdout.strip(), 60, 0.5, "an idle node"
+        )
         path.write_text(json.dumps({**spec, "preflight": {"skip": ["gres"]}}))
         run = d.submit(path)
         final = d.wait_state(run, FINAL, timeout=120)

@@ -195,8 +195,9 @@ def stage_or_choose(
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a trainer's config.yaml is kilobytes; anything larger is not read
 
 
-def max_steps(step_dir: Path) -> int | None:
-    """`grpo.max_num_steps` from the checkpoint's own `config.yaml` (NeMo RL and our trainer write it)."""
+def config_int(step_dir: Path, section: str, key: str) -> int | None:
+    """A positive integer `section.key` from a checkpoint's own `config.yaml` (NeMo RL and our trainer write
+    it), or None when the file, the key or a sane value is not there."""
     path = step_dir / "config.yaml"
     try:
         if path.stat().st_size > MAX_CONFIG_BYTES:
@@ -204,9 +205,14 @@ def max_steps(step_dir: Path) -> int | None:
         cfg: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, yaml.YAMLError):
         return None
-    grpo = cfg.get("grpo") if isinstance(cfg, dict) else None
-    value = grpo.get("max_num_steps") if isinstance(grpo, dict) else None
+    part = cfg.get(section) if isinstance(cfg, dict) else None
+    value = part.get(key) if isinstance(part, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def max_steps(step_dir: Path) -> int | None:
+    """`grpo.max_num_steps` from the checkpoint's own `config.yaml`."""
+    return config_int(step_dir, "grpo", "max_num_steps")
 
 
 def unfinished(spec: JobSpec, lineage: str | None = None) -> str | None:

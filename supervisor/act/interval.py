@@ -10,11 +10,10 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import structlog
-import yaml
 
+from supervisor.act.checkpoints import config_int
 from supervisor.decide.interval import (
     MIN_FAILURES,
     Advice,
@@ -38,7 +37,6 @@ log = structlog.get_logger(__name__)
 SAVE_PERIOD_KEY = "checkpointing.save_period"  # NeMo RL's key; our trainer reads the same
 PERSON_SET_KEY = f"command+{SAVE_PERIOD_KEY}"  # how a person's `--set command+=...` is recorded (changes.py)
 MAX_TIMED_SAVES = 20  # the newest steps timed per dir: enough for a median, a bounded number of stats
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
 ALL_EVENTS = 1_000_000
 
 
@@ -139,16 +137,7 @@ def complete_steps(directory: Path) -> list[tuple[int, Path]]:
 
 def config_save_period(step_dir: Path) -> int | None:
     """`checkpointing.save_period` from a checkpoint's own config.yaml (NeMo RL and our trainer write it)."""
-    path = step_dir / "config.yaml"
-    try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            return None
-        cfg: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, yaml.YAMLError):
-        return None
-    section = cfg.get("checkpointing") if isinstance(cfg, dict) else None
-    value = section.get("save_period") if isinstance(section, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+    return config_int(step_dir, "checkpointing", "save_period")
 
 
 def file_side(dirs: Sequence[Path], train_dir: Path) -> FileSide:

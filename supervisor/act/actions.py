@@ -71,7 +71,7 @@ from supervisor.rules.state import looks_like_ip
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError, SlurmUnavailable
 from supervisor.slurm.command import as_argv, driver_command
-from supervisor.slurm.launchers.runner import drain_script, run_script, runner_key
+from supervisor.slurm.launchers.runner import BY_RUN, attempt_key, drain_script, run_script
 from supervisor.slurm.parse import first_node
 from supervisor.slurm.reconcile import in_place_tag
 from supervisor.slurm.submit import attempt_log_base
@@ -673,7 +673,7 @@ class Actions:
         job = fresh.job_id
         base, _ = attempt_log_base(spec, self.settings.runs_dir / run.id, attempt.overrides)
         origin = int(attempt.overrides.get("origin") or attempt.n)
-        d = job_runner_dir(base, runner_key(origin)) if job else None
+        d = job_runner_dir(base, attempt_key(run.id, attempt.n, attempt.overrides)) if job else None
         # The job runs while its runner does (it has not written `ended`): Slurm's state, read at the last
         # poll, may still say PENDING for a driver that crashed within seconds.
         running = (
@@ -717,6 +717,7 @@ class Actions:
             "runner": True,
             "driver_run": k + 1,
             "origin": origin,
+            **({BY_RUN: True} if attempt.overrides.get(BY_RUN) else {}),
             "ckpt_step_at_submit": newest_checkpoint_step(spec, overrides.checkpoint_dir),
         }
         pre = None

@@ -7,16 +7,24 @@ already there, so a `run again` and an `end` can never both reach the runner, no
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from supervisor.slurm.launchers import runner
 
-_DIR_RE = re.compile(r"^(?P<key>\w+?)(?:-(?P<start>\d+))?-runner$")
-
 
 class WordTaken(Exception):
     """The runner already has a word for this driver run (Shepherd's `end`, or an earlier `run`)."""
+
+
+def _start_of(name: str, key: str) -> int | None:
+    """Which start of the job `name` is the runner's folder of (runner.runner_dir), None when it is not one
+    of `key`'s: `<key>-runner` is 0, `<key>-<i>-runner` is i (a key holds dashes: `<run id>-a<n>`)."""
+    if name == f"{key}-runner":
+        return 0
+    if not (name.startswith(f"{key}-") and name.endswith("-runner")):
+        return None
+    start = name[len(key) + 1 : -len("-runner")]
+    return int(start) if start.isascii() and start.isdigit() else None
 
 
 def job_runner_dir(base: Path, key: str) -> Path | None:
@@ -27,11 +35,8 @@ def job_runner_dir(base: Path, key: str) -> Path | None:
     except OSError:
         return None
     for p in entries:
-        m = _DIR_RE.match(p.name)
-        if m is None or m.group("key") != key:
-            continue
-        start = int(m.group("start") or 0)
-        if best is None or start > best[0]:
+        start = _start_of(p.name, key)
+        if start is not None and (best is None or start > best[0]):
             best = (start, p)
     return best[1] if best else None
 
@@ -55,6 +60,12 @@ def _write_tmp(path: Path, text: str) -> Path:
         f.flush()
         os.fsync(f.fileno())
     return tmp
+
+
+def install_runner(path: Path) -> None:
+    """The shipped runner.sh at `path`, replaced whole (a job of an earlier attempt may be reading the old
+    one: sh reads a script as it goes, and keeps the file it opened)."""
+    os.replace(_write_tmp(path, runner.script_text()), path)
 
 
 def write_once(path: Path, text: str) -> None:

@@ -26,6 +26,7 @@ from anyio.abc import TaskGroup
 from supervisor.act import interval
 from supervisor.act.actions import Actions
 from supervisor.act.checkpoints import keep_the_choice, newest_checkpoint_step
+from supervisor.act.inplace import install_runner
 from supervisor.daemon.wakeups import Wakeups
 from supervisor.decide.transitions import Transition, resubmitted, slurm_times, transition
 from supervisor.domain.envfiles import PASS_ENV_FILE, EnvFileError, read_secret_env
@@ -55,7 +56,7 @@ from supervisor.slurm.client import Fenced, SlurmClient, SlurmError, SlurmReject
 from supervisor.slurm.launchers import layout, runner
 from supervisor.slurm.parse import JobObservation, make_job_name
 from supervisor.slurm.reconcile import AttemptUpdate, reconcile, sacct_needed
-from supervisor.slurm.submit import build_submit_request
+from supervisor.slurm.submit import base_log_dir, build_submit_request
 from supervisor.store import Store
 
 log = structlog.get_logger(__name__)
@@ -433,9 +434,12 @@ class Daemon:
         overrides = await self._tuned_save_period(run, overrides)
         # What existed at submission: the policy's measure of whether this attempt made progress.
         record = {**overrides.to_dict(), "ckpt_step_at_submit": newest_checkpoint_step(spec)}
-        runner_script = self.settings.runs_dir / run.id / runner.RUNNER if spec.resume.in_place else None
-        if runner_script is not None:  # the job reads it from the run's folder (shared, like its logs)
-            record["runner"] = True
+        run_dir = self.settings.runs_dir / run.id
+        runner_script = (  # in the job's log folder: where its output goes, so the job surely reaches it
+            runner.script_path(base_log_dir(spec, run_dir), run.id) if spec.resume.in_place else None
+        )
+        if runner_script is not None:
+            record.update({"runner": True, runner.BY_RUN: True})
         attempt = self.store.begin_attempt(
             run.id, lambda n: make_job_name(run.id, n), record, generation=self.generation
         )
@@ -460,7 +464,7 @@ class Daemon:
             spec,
             run_id=run.id,
             attempt=attempt.n,
-            run_dir=self.settings.runs_dir / run.id,
+            run_dir=run_dir,
             overrides=overrides,
             python_bin_dir=self.python_bin_dir,
             script=self.settings.launch_script,
@@ -473,8 +477,7 @@ class Daemon:
         )
         Path(req.env["BASE_LOG_DIR"]).mkdir(parents=True, exist_ok=True)
         if runner_script is not None:
-            runner_script.parent.mkdir(parents=True, exist_ok=True)
-            runner_script.write_text(runner.script_text(), encoding="utf-8")
+            install_runner(runner_script)
         key = (run.id, attempt.n)
         self.in_flight.add(key)
         self._flown.add(key)

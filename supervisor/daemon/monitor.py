@@ -279,9 +279,9 @@ class Monitor:
         if spec.trainer_log_dir is not None:
             w.status = StatusReader(spec.trainer_log_dir / STATUS_FILE)
         w.marks = self._mark_tracker(run, attempt)
-        if spec.resume.in_place and attempt.overrides.get("runner"):
+        if attempt.overrides.get("runner"):  # its job waits for a word whatever the spec says now
             w.driver_run = int(attempt.overrides.get("driver_run") or 1)
-            w.runner_key = runner.runner_key(int(attempt.overrides.get("origin") or attempt.n))
+            w.runner_key = runner.attempt_key(run.id, attempt.n, attempt.overrides)
         w.driver_exited_at = self._recover_driver_exit(w)
         # One verdict for all of a run's log paths: polled when any of them is on a shared filesystem (an
         # adopted job's output file may live elsewhere than its log folders).

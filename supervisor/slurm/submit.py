@@ -8,7 +8,7 @@ driver is handed over, which sbatch options, which env) is asked of the launcher
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from supervisor.domain.overrides import AttemptOverrides
@@ -43,9 +43,22 @@ def file_contract(spec: JobSpec) -> FileContract:
     return nemo_rl.CONTRACT if spec.launcher.kind == "nemo-rl" else shepherd.CONTRACT
 
 
-def container_mounts(spec: JobSpec, overrides: AttemptOverrides) -> list[str]:
+def _mounted_as_is(mount: str, path: Path) -> bool:
+    """`mount` (pyxis' SRC[:DST[:FLAGS]]) shows `path` inside the container at the same path."""
+    parts = mount.split(":")
+    src, dst = parts[0], parts[1] if len(parts) > 1 else parts[0]
+    return src == dst and (Path(dst) == path or Path(dst) in path.parents)
+
+
+def container_mounts(spec: JobSpec, overrides: AttemptOverrides, ours: Sequence[Path] = ()) -> list[str]:
+    """The spec's mounts, the resume fix's, then `ours` (what Shepherd's own files in the job need: the log
+    folder, where the runner lives), each at its own path, unless a mount shows it as it is already."""
     own = spec.container.mounts if spec.container is not None else []
-    return list(dict.fromkeys([*own, *overrides.mounts]))
+    mounts = list(dict.fromkeys([*own, *overrides.mounts]))
+    for p in ours:
+        if not any(_mounted_as_is(m, p) for m in mounts):
+            mounts.append(f"{p}:{p}")
+    return mounts
 
 
 def build_submit_request(
@@ -68,7 +81,8 @@ def build_submit_request(
     the documented base of `environ` (the daemon's; jobenv.py), the spec's `env`, `secret_env` (the run's
     env_files and pass_env values, read by the caller), the resume fix's env, then the launcher's and
     Shepherd's own variables. `secret_names`/`secret_values`: the daemon's own secrets, never passed on.
-    `runner_script`: the driver runs under Shepherd's job-side runner (a copy of runner.sh the job reads)."""
+    `runner_script`: the driver runs under Shepherd's job-side runner (runner.script_path, in the log folder,
+    which a container gets mounted at its own path)."""
     s = spec.slurm
     log_dir = base_log_dir(spec, run_dir)
     nemo = spec.launcher.kind == "nemo-rl"
@@ -124,12 +138,15 @@ def build_submit_request(
         env["SHEPHERD_CHECKPOINT_DIR"] = str(spec.checkpoint.dir)
     shell = as_shell(command)
     argv = as_argv(command)
-    if runner_script is not None:
+    ours: list[Path] = []
+    if runner_script is not None:  # the runner, its folders and its words: all in the log folder
         env[runner.ENV_WAIT] = str(spec.resume.in_place_wait_s)
         shell, argv = runner.wrap_shell(shell, runner_script), runner.wrap(argv, runner_script)
+        ours = [log_dir, runner_script.parent]
+    mounts = container_mounts(spec, overrides, list(dict.fromkeys(ours)))
     if nemo:
         image = spec.container.image if spec.container is not None else ""
-        env.update(nemo_rl.env(shell, image, container_mounts(spec, overrides), s.gpus_per_node))
+        env.update(nemo_rl.env(shell, image, mounts, s.gpus_per_node))
         return SubmitRequest(
             script=spec.launcher.script or Path("ray.sub"),
             script_args=[],
@@ -139,7 +156,7 @@ def build_submit_request(
         )
     if spec.container is not None:
         env["CONTAINER"] = spec.container.image
-        env["MOUNTS"] = ",".join(container_mounts(spec, overrides))
+        env["MOUNTS"] = ",".join(mounts)
     return SubmitRequest(
         script=script or shepherd.script(),
         script_args=argv,

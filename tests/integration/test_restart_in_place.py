@@ -90,7 +90,7 @@ def test_a_daemon_killed_while_the_runner_waits_picks_the_conversation_up_after_
     job = sup.status(run)["slurm_job_id"]
     sup.stop(signal.SIGKILL)  # the driver crashes while nobody listens
     d = sup.root / "runs" / run / "logs"
-    report = runner.runner_dir(d, runner.runner_key(1)) / "exit-1"
+    report = runner.runner_dir(d, runner.runner_key(1, run)) / "exit-1"  # named after the run and attempt
     wait_for(report.exists, 60, 0.3, "the runner's exit report")
     sup.start()
     final = sup.wait_state(run, FINAL, timeout=80)

@@ -115,6 +115,26 @@ def test_each_start_of_a_job_claims_a_folder_of_its_own_named_after_the_attempt(
     assert job_runner_dir(tmp_path, runner.runner_key(4)) is None
 
 
+def test_a_job_of_shepherds_names_its_folders_after_the_run_too_so_runs_can_share_a_log_dir(
+    tmp_path: Path,
+) -> None:
+    from supervisor.act.inplace import job_runner_dir
+
+    script = runner.script_path(tmp_path, "x")
+    script.write_text(runner.script_text())
+    for run_id in ("a-20261127-190000-abcd", "b-20261127-190000-abcd"):  # both at their attempt 1
+        env = {"PATH": os.environ["PATH"], "BASE_LOG_DIR": str(tmp_path), "SHEPHERD_ATTEMPT": "1"}
+        env |= {"SHEPHERD_RUN_ID": run_id, runner.ENV_WAIT: "0"}
+        subprocess.run([SH, str(script), "true"], env=env, capture_output=True, timeout=60, check=True)
+    for run_id in ("a-20261127-190000-abcd", "b-20261127-190000-abcd"):
+        key = runner.attempt_key(run_id, 1, {"runner": True, runner.BY_RUN: True})
+        assert job_runner_dir(tmp_path, key) == tmp_path / f"{run_id}-a1-runner"
+        assert (tmp_path / f"{run_id}-a1-runner" / "exit-1").exists()
+    assert job_runner_dir(tmp_path, "a-20261127-190000-abcd-a11") is None  # a1's folders are not a11's
+    # A job submitted before the run id was part of the name keeps its `a<origin>` folders.
+    assert runner.attempt_key("a-20261127-190000-abcd", 3, {"runner": True, "origin": 2}) == "a2"
+
+
 def test_files_count_only_once_complete() -> None:
     assert runner.parse_exit("run=2\ncode=1\nat=1700000000\nend\n") == runner.DriverExit(2, 1, 1700000000.0)
     assert runner.parse_exit("run=2\ncode=1\n") is None

@@ -135,9 +135,9 @@ def test_deadlines_are_nemo_rls_dd_hh_mm_ss() -> None:
 
 
 def test_with_restart_in_place_the_driver_runs_under_the_runner_for_either_launcher() -> None:
-    from supervisor.slurm.launchers.runner import ENV_WAIT
+    from supervisor.slurm.launchers.runner import ENV_WAIT, script_path
 
-    runner = Path("/root/runs/nrl-1/runner.sh")
+    runner = script_path(Path("/shared/me/logs"), "nrl-1")
     spec = JobSpec.model_validate(
         {**NEMO, "resume": {**NEMO["resume"], "in_place": True, "in_place_wait_s": 120}}
     )
@@ -146,9 +146,10 @@ def test_with_restart_in_place_the_driver_runs_under_the_runner_for_either_launc
         spec, overrides=AttemptOverrides(), environ={"PATH": "/bin"}, runner_script=runner, **kw
     )
     assert nemo.env["COMMAND"].startswith(
-        "sh /root/runs/nrl-1/runner.sh bash -c 'uv run ./examples/run_grpo.py"
+        "sh /shared/me/logs/nrl-1-runner.sh bash -c 'uv run ./examples/run_grpo.py"
     )
     assert nemo.env[ENV_WAIT] == "120"
+    assert nemo.env["MOUNTS"] == "/shared:/shared"  # the spec's mount shows the log folder already
     ours = JobSpec.model_validate(
         {"name": "o", "command": ["python", "train.py"], "resume": {"in_place": True}}
     )
@@ -157,6 +158,39 @@ def test_with_restart_in_place_the_driver_runs_under_the_runner_for_either_launc
     )
     assert list(req.script_args) == ["sh", str(runner), "python", "train.py"]
     assert req.env[ENV_WAIT] == "600"
+
+
+@pytest.mark.parametrize(
+    ("mounts", "launcher", "expected"),
+    [
+        (["/data:/data"], "nemo-rl", "/data:/data,/shared/me/logs:/shared/me/logs"),
+        (["/lustre:/shared"], "nemo-rl", "/lustre:/shared,/shared/me/logs:/shared/me/logs"),  # elsewhere
+        (["/shared/me:/shared/me:ro"], "nemo-rl", "/shared/me:/shared/me:ro"),
+        (["/data"], "shepherd", "/data,/shared/me/logs:/shared/me/logs"),
+        (["/shared"], "shepherd", "/shared"),
+    ],
+)
+def test_under_the_runner_a_container_gets_the_log_folder_mounted_unless_a_mount_shows_it_as_it_is(
+    mounts: list[str], launcher: str, expected: str
+) -> None:
+    """The runner, its folders and Shepherd's words live in the log folder: the driver's container must see
+    it at the path the job was given, whatever the user mounted."""
+    from supervisor.slurm.launchers.runner import script_path
+
+    spec = {**NEMO, "container": {"image": "img", "mounts": mounts}}
+    if launcher == "shepherd":
+        spec |= {"launcher": {"kind": "shepherd"}, "command": ["python", "train.py"]}
+    req = build_submit_request(
+        JobSpec.model_validate(spec),
+        run_id="nrl-1",
+        attempt=1,
+        run_dir=Path("/root/runs/nrl-1"),
+        overrides=AttemptOverrides(),
+        environ={"PATH": "/bin"},
+        runner_script=script_path(Path("/shared/me/logs"), "nrl-1"),
+    )
+    assert req.env["MOUNTS"] == expected
+    assert request(spec).env["MOUNTS"] == ",".join(mounts)  # not under the runner: the spec's own
 
 
 def test_spare_nodes_ask_slurm_for_n_plus_k_nodes_with_no_kill_and_size_the_trainer_to_n() -> None:

@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Literal
 
 RUNNER = "runner.sh"
+# An attempt's overrides flag: its job's runner names its folders after the run too (`<run id>-a<origin>`), so
+# two runs that share a log_dir never read each other's; a job submitted before has `a<origin>` folders.
+BY_RUN = "runner_by_run"
 END = "end"  # the last line of every complete file (a word, a report)
 SCRIPT_END = "# end"  # the last line of a complete run-K.sh
 DEFAULT_WAIT_S = 600  # the runner's bound on Shepherd's silence (SHEPHERD_RUNNER_WAIT_S)
@@ -25,9 +28,24 @@ def script_text() -> str:
     return (resources.files("supervisor.slurm.launchers") / RUNNER).read_text(encoding="utf-8")
 
 
-def runner_key(origin: int) -> str:
-    """What the runner's folder is named after: the Shepherd attempt that submitted the job."""
-    return f"a{origin}"
+def runner_key(origin: int, run_id: str | None = None) -> str:
+    """What the runner's folder is named after: the Shepherd run and attempt that submitted the job
+    (`<run id>-a<origin>`, as runner.sh names it from SHEPHERD_RUN_ID and SHEPHERD_ATTEMPT), or the attempt
+    alone (`a<origin>`) for a job whose runner came before the run id was part of it."""
+    return f"{run_id}-a{origin}" if run_id else f"a{origin}"
+
+
+def attempt_key(run_id: str, n: int, overrides: Mapping[str, object]) -> str:
+    """runner_key of attempt `n`'s job, from what its overrides recorded (`origin`, BY_RUN)."""
+    origin = overrides.get("origin")
+    return runner_key(int(str(origin)) if origin else n, run_id if overrides.get(BY_RUN) else None)
+
+
+def script_path(base: Path, run_id: str) -> Path:
+    """Where the daemon puts the run's copy of runner.sh: the job's log folder base (`$BASE_LOG_DIR`), which
+    the job surely reaches (Slurm writes its output file there, the runner's folders live there, and a
+    container gets it mounted), where Shepherd's root may be on the login node's own disk."""
+    return base / f"{run_id}-{RUNNER}"
 
 
 def runner_dir(base: Path, key: str, start: int = 0) -> Path:

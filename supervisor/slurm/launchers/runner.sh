@@ -11,9 +11,10 @@
 # The protocol (docs/policy.md, "Restart in place", is the one description; supervisor/act/inplace.py the
 # daemon's side). Every file is written as <name>.tmp and renamed, and a file counts only when its last line is
 # `end`: nobody ever trusts a half-written file. K counts driver runs within this job, from 1.
-#   $DIR                  $SHEPHERD_RUNNER_DIR, else $BASE_LOG_DIR/a<attempt>-runner (the Shepherd attempt that
-#                         submitted the job; <jobid> without one), a<attempt>-<i>-runner for the i-th start after
-#                         the first (a Slurm requeue starts again at run 1 and must not read old words)
+#   $DIR                  $SHEPHERD_RUNNER_DIR, else $BASE_LOG_DIR/<run>-a<attempt>-runner (the Shepherd run and
+#                         attempt that submitted the job: runs may share a log dir; a<attempt> without a run id,
+#                         <jobid> without either), <run>-a<attempt>-<i>-runner for the i-th start after the first
+#                         (a Slurm requeue starts again at run 1 and must not read old words)
 #   $DIR/exit-K           the runner's report: run=K, code=<driver's exit code>, at=<epoch s>, end
 #   $DIR/word-K           Shepherd's word after run K: word=run (run again) or word=end (end the job), with
 #                         attempt=<Shepherd's attempt for run K+1> and delay_s=<seconds to wait first>, end
@@ -45,7 +46,7 @@ fi
 # The folder is named after what submitted the job, not its Slurm id: NeMo RL's ray.sub (main) unsets every
 # SLURM_* variable before it runs the driver. Each start of the script (a requeue starts it again) claims a
 # folder of its own with an atomic mkdir: <key>-runner, then <key>-1-runner, <key>-2-runner, ...
-if [ -n "${SHEPHERD_ATTEMPT:-}" ]; then key=a$SHEPHERD_ATTEMPT; else key=${SLURM_JOB_ID:-0}; fi
+if [ -n "${SHEPHERD_ATTEMPT:-}" ]; then key=${SHEPHERD_RUN_ID:+$SHEPHERD_RUN_ID-}a$SHEPHERD_ATTEMPT; else key=${SLURM_JOB_ID:-0}; fi
 WAIT_S=${SHEPHERD_RUNNER_WAIT_S:-600}
 POLL_S=${SHEPHERD_RUNNER_POLL_S:-1}
 GRACE_S=${SHEPHERD_RUNNER_GRACE_S:-30}

@@ -19,7 +19,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "failure-logs"
 # "Third" to "Fifth round").
 HELD_OUT = Path(__file__).resolve().parents[1] / "data" / "failure-logs-heldout-4"
 # A class two rules serve: the label names the class, either rule owning the incident names it right.
-SAME_CLASS = {"container-import-transient": "container-import-failed"}
+# disk-almost-full is Ray's warning of a disk past its threshold (an alert, nothing changed); disk-full acts.
+SAME_CLASS = {"container-import-transient": "container-import-failed", "disk-almost-full": "disk-full"}
 BENIGN = "benign"
 
 

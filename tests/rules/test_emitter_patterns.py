@@ -444,6 +444,31 @@ ROUND_3: dict[str, list[str]] = {
 # Round 4 (issue 29): the emitters behind held-out set 3's misses and the other wordings of the same code, each line
 # written from its format string (the rule's comment names the file and versions).
 ROUND_4: dict[str, list[str]] = {
+    "config-error": [
+        # NVIDIA/Megatron-LM megatron/core/parallel_state.py and megatron/training/arguments.py
+        "RuntimeError: world_size (8) is not divisible by tensor_model_parallel_size (3) x pipeline_model_parallel_size (1) x context_parallel_size (1)",
+        "AssertionError: world size (6) is not divisible by tensor model parallel size (4)",
+        # vllm-project/vllm distributed/parallel_state.py (V0), pytorch/torchtitan parallel_dims.py
+        "[rank3]: RuntimeError: world_size (4) is not equal to tensor_model_parallel_size (2) x pipeline_model_parallel_size (1)",
+        "AssertionError: Invalid parallel dims: dp_replicate(1) * dp_shard(2) * cp(1) * tp(3) * pp(1) != WORLD_SIZE(8)",
+        # huggingface/finetrainers, volcengine/verl, vLLM config.py
+        "ValueError: World size 6 must be divisible by the product of all parallel degrees and data parallel shards.",
+        "AssertionError: rollout world_size: 6 is not divisible by infer_world_size: 4",
+        "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8).",
+        # pydantic-core 2.x and pydantic 1.x, one error of a ValidationError under its location
+        "  Extra inputs are not permitted [type=extra_forbidden, input_value=0.5, input_type=float]",
+        "  field required (type=value_error.missing)",
+        # facebookresearch/hydra, omry/omegaconf
+        "Error merging override trainer.max_steps=ten",
+        "In 'config': Could not find 'policy/qwen_3b'",
+        "omegaconf.errors.ValidationError: Value 'ten' of type 'str' could not be converted to Integer",
+    ],
+    "container-import-failed": [
+        # NVIDIA/enroot src/common.sh common::checkcmd and common::runparts, GNU bash for its own helpers
+        "slurmstepd: error: pyxis:     [ERROR] Command not found: mksquashfs",
+        "[ERROR] /etc/enroot/hooks.d/10-cgroups.sh exited with return code 1",
+        "/bin/bash: enroot-aufs2ovlfs: command not found",
+    ],
     "disk-full": [
         # SQLite's SQLITE_FULL, through Python's sqlite3
         "sqlite3.OperationalError: database or disk is full",
@@ -461,6 +486,20 @@ ROUND_4: dict[str, list[str]] = {
         "zsh: killed     python train.py",
         "[12345.678] Killed process 4242 (python) total-vm:81234567kB, anon-rss:61234567kB, file-rss:0kB",
         "Nov 27 10:00:00 gpu01 systemd-oomd[812]: Killed /user.slice/user-1000.slice/session-3.scope due to memory pressure for /user.slice being 81.23% > 80.00% for > 20s with reclaim activity",
+    ],
+    "import-error": [
+        # ray-project/ray _private/function_manager.py, serialization.py
+        "RuntimeError: The actor with name DTensorPolicyWorker failed to import on the worker. This may be because needed library dependencies are not installed in the worker environment:",
+        "RuntimeError: The remote function failed to import on the worker. This may be because needed library dependencies are not installed in the worker environment:",
+        "(TemporaryActor pid=4242) No module named 'nemo_rl'",
+        "ray.exceptions.RaySystemError: System error: No module named 'nemo_rl'",
+    ],
+    "logger-failure": [
+        # wandb/wandb filesync/upload_job.py, step_upload.py, sdk/internal/internal.py; wandb-core filestream.go
+        'wandb: ERROR Error uploading "wandb-summary.json": CommError, <Response [503]>',
+        "wandb: ERROR Uploading artifact file failed. Artifact won't be committed.",
+        "wandb: ERROR Internal wandb error: file data was not synced",
+        "wandb: ERROR Fatal error while uploading data. Some run data will not be synced, but it will still be written to disk. Use `wandb sync` at the end of the run to try uploading.",
     ],
     "nan-loss": [
         # openai/baselines logger.py HumanOutputFormat, improved/guided-diffusion fp16_util.py
@@ -579,6 +618,14 @@ HARMLESS_4: dict[str, list[str]] = {
         # glibc's host assert() closes the expression with a quote, not a backtick (it is a segfault's cousin, not a
         # device assert)
         "python: ../nptl/pthread_mutex_lock.c:81: __pthread_mutex_lock: Assertion `mutex->__data.__owner == 0' failed.",
+    ],
+    "config-error": [
+        "INFO: world_size 8, tensor_model_parallel_size 2, pipeline_model_parallel_size 1, data_parallel_size 4",
+        # pydantic-core: a kind a request handler may log while its server goes on (only unknown or missing keys count)
+        "  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='x', input_type=str]",
+    ],
+    "import-error": [
+        "WARNING: No module named 'apex', falling back to torch",
     ],
 }
 

@@ -845,6 +845,16 @@ class Actions:
         for none)."""
         return self._decided(run_id, n)
 
+    def carried_out(self, run_id: str, n: int) -> bool:
+        """Whether every decision that changes the course of attempt n has been carried out (its outcome
+        recorded): a restart in place has then given the runner its word, or the resume went through Slurm."""
+        steering = ("resume", "give_up", "cancel", "hold")
+        return all(
+            d.outcome
+            for d in self.store.decisions(run_id)
+            if d.attempt == n and any(a in d.action.split(",") for a in steering)
+        )
+
     def _decided(self, run_id: str, n: int) -> bool:
         """Whether a decision that changes the run's course (not a mere alert) exists for attempt n."""
         steering = ("resume", "give_up", "cancel", "hold")

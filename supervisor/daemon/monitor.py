@@ -733,7 +733,16 @@ class Monitor:
         if w.driver_exit_seen is None:
             w.driver_exit_seen = now
         if self.actions.decided(w.run_id, w.n):
-            w.answered = True  # the decision (a resume in place, or a cancel) is the answer
+            if not self.actions.carried_out(w.run_id, w.n):
+                return  # a restart in place gives its own word when it is carried out
+            # A restart in place has given its word (the `end` below is refused); one through Slurm has
+            # cancelled the job, or lets it finish (a save deadline, a time limit's hop): that job must not
+            # wait out the runner's bound for a word nobody will give.
+            w.answered = True
+            try:
+                inplace.give_end(d, w.driver_run, attempt=w.n)
+            except OSError as exc:
+                log.warning("could not tell the job's runner to end the job", run_id=w.run_id, error=str(exc))
             return
         if report.code != 0 and now - w.driver_exit_seen < RUNNER_SETTLE_S:
             return

@@ -505,6 +505,14 @@ ROUND_4: dict[str, list[str]] = {
         # openai/baselines logger.py HumanOutputFormat, improved/guided-diffusion fp16_util.py
         "| loss          | nan       |",
         "Found NaN, decreased lg_loss_scale to -3.0",
+        # keras-team/keras TerminateOnNaN, Lightning-AI pytorch-lightning _check_finite_loss
+        "Batch 1203: Invalid loss, terminating training",
+        "ValueError: The loss returned in `training_step` is nan.",
+    ],
+    "cuda-oom": [
+        # tensorflow/tensorflow's GPU allocator, openxla/xla's (JAX)
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[64,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes.",
     ],
     "nccl-error": [
         # pytorch/pytorch NCCLUtils.hpp checkForNcclError (1.6-1.x)

@@ -509,6 +509,19 @@ ROUND_4: dict[str, list[str]] = {
         "Batch 1203: Invalid loss, terminating training",
         "ValueError: The loss returned in `training_step` is nan.",
     ],
+    "segfault": [
+        # GNU bash (interactive: no core file, job control), zsh; Open MPI's and UCX's signal handlers
+        "Segmentation fault",
+        "[2]+  Segmentation fault      python rollout.py",
+        "zsh: segmentation fault  python rollout.py",
+        "[gpu01:04242] Signal: Segmentation fault (11)",
+        "[gpu01:4242:0:4242] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)",
+    ],
+    "bus-error": [
+        "Bus error",
+        "[gpu01:04242] Signal: Bus error (7)",
+        "[gpu01:4242:0:4242] Caught signal 7 (Bus error: nonexistent physical address)",
+    ],
     "cuda-oom": [
         # tensorflow/tensorflow's GPU allocator, openxla/xla's (JAX)
         "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[64,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",

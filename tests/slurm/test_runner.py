@@ -49,6 +49,16 @@ def test_a_runner_nobody_answers_ends_the_job_with_the_drivers_code_and_says_so(
     assert (d / "ended").read_text().splitlines() == ["run=1", "code=3", "why=bound", "end"]
 
 
+def test_a_runner_that_cannot_report_the_exit_ends_the_job_at_once(tmp_path: Path) -> None:
+    """A full log filesystem: Shepherd would never see the exit, so no word can come; the job must not idle
+    for the bound (here the report's temporary name is taken by a folder: the write fails, as on ENOSPC)."""
+    d = runner.runner_dir(tmp_path, "4242")
+    done = run_runner(tmp_path, "sh", "-c", f"mkdir {d}/exit-1.tmp; exit 3", wait_s=600)
+    assert done.returncode == 3
+    assert "cannot write" in done.stdout and "ending the job with the driver's code 3" in done.stdout
+    assert not (d / "exit-1").exists()
+
+
 def test_run_again_runs_shepherds_command_with_its_fix_inside_the_same_job(tmp_path: Path) -> None:
     d = runner.runner_dir(tmp_path, "4242")
     out = tmp_path / "second.txt"

@@ -25,7 +25,8 @@
 #                         word, last line `# end`; the runner runs it with sh after the backoff, where the driver
 #                         runs (Ray's GCS is reachable there), and reports it in $DIR/pre-K: run=K, code=C, end.
 #                         A step that fails (or is incomplete) ends the job instead of running run K
-#   $DIR/ended            the runner's last word: run=K, code=C, why=word|bound|signal|no-command|pre-failed, end
+#   $DIR/ended            the runner's last word: run=K, code=C, why=word|bound|signal|no-command|pre-failed|
+#                         report-failed (its exit-K could not be written: nobody could answer it), end
 # A word-K that appears while run K still runs stops it (TERM, then KILL after the grace): Shepherd decided
 # on a hang. The job's exit code is the last driver run's.
 #
@@ -137,7 +138,12 @@ say "driver run $k starting (attempt ${SHEPHERD_ATTEMPT:-?}); Shepherd's files i
 run_driver "$k" "$@"
 while :; do
     say "driver run $k exited with code $code"
-    put "exit-$k" "run=$k" "code=$code" "at=$(date +%s)"
+    if ! put "exit-$k" "run=$k" "code=$code" "at=$(date +%s)"; then
+        # Shepherd cannot learn of this exit (a full or unwritable log filesystem): waiting for its word
+        # would only hold the job's nodes for the whole bound.
+        say "cannot write $DIR/exit-$k: ending the job with the driver's code $code"
+        finish report-failed
+    fi
     if [ "$stopping" = 1 ]; then
         say "the job was signalled: ending it with the driver's code $code"
         finish signal

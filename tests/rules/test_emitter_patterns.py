@@ -755,6 +755,13 @@ ROUND_5: dict[str, list[str]] = {
         "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 4242) of binary: /usr/bin/python",
         "  exitcode  : -9 (pid: 4242)",
         "  traceback : Signal 9 (SIGKILL) received by PID 4242",
+        # ray-project/ray python/ray/exceptions.py (ActorDiedError, WorkerCrashedError, OwnerDiedError, ObjectLostError,
+        # ObjectStoreFullError, OutOfDiskError, LocalRayletDiedError; 2.9-2.5x), raylet node_manager.cc, gcs_rpc_client.h,
+        # services.py/node.py (GCS and raylet start-up), local_object_manager.cc (spilling)
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+        "(raylet) [2026-11-27 10:00:00,000 E 4048 4048] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 9f1c2e, IP: 10.0.0.7) over the last time period. To see more information about the Workers killed on this node, use `ray logs raylet.out -ip 10.0.0.7`",
+        "Memory on the node (IP: 10.0.0.7, ID: 9f1c2e) where the lease (actor ID: NIL_ID, lease ID: 01000000, name=DTensorPolicyWorker.train, pid=4242, memory used=62.1GB) was running was 237.01GB / 240.00GB (0.987), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 5e1f) because it was the most recently scheduled task; to see more information about memory usage on this node, use `ray logs raylet.out -ip 10.0.0.7`.",
+        "ray.exceptions.ObjectStoreFullError: Failed to put object 00ffffffff in object store because it is full. Object size is 2147483648 bytes.\nThe local object store is full of objects that are still in scope and cannot be evicted. Tip: Use the `ray memory` command to list active objects in the cluster.",
     ],
     "segfault": [
         # the same elastic emitters for SIGSEGV; torch/utils/data/_utils/signal_handling.py; CPython faulthandler
@@ -780,6 +787,52 @@ ROUND_5: dict[str, list[str]] = {
         '/pytorch/aten/src/ATen/native/cuda/ScatterGatherKernel.cu:365: operator(): block: [0,0,0], thread: [0,0,0] Assertion `idx_dim >= 0 && idx_dim < index_size && "index out of bounds"` failed.',
         "/opt/pytorch/aten/src/ATen/native/cuda/Loss.cu:240: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.",
         "Assertion `input_val >= zero && input_val <= one` failed.",
+    ],
+    "ray-actor-died": [
+        # ray-project/ray python/ray/exceptions.py (ActorDiedError, WorkerCrashedError, OwnerDiedError, ObjectLostError,
+        # ObjectStoreFullError, OutOfDiskError, LocalRayletDiedError; 2.9-2.5x), raylet node_manager.cc, gcs_rpc_client.h,
+        # services.py/node.py (GCS and raylet start-up), local_object_manager.cc (spilling)
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",
+        "(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker. RayTask ID: ffffffff Worker ID: 5e1f Node ID: 9f1c Worker IP address: 10.0.0.7 Worker port: 10012 Worker PID: 4242 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes.",
+        "ray.exceptions.WorkerCrashedError: The worker died unexpectedly while executing this task. Check python-core-worker-*.log files for more information.",
+        "\tThe actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file.",
+        "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task, ray::DTensorPolicyWorker.__init__() (pid=4411, ip=10.0.0.7, actor_id=ab)",
+        "ray.exceptions.OwnerDiedError: Failed to retrieve object 00ffffffff. To see information about where this ObjectRef was created in Python, set the environment variable RAY_record_ref_creation_sites=1 during `ray start` and `ray.init()`.\n\nThe object's owner has exited. This is the Python worker that first created the ObjectRef via `.remote()` or `ray.put()`. Check cluster logs (`/tmp/ray/session_latest/logs/*01000000*` at IP address 10.0.0.7) for more information about the Python worker failure.",
+    ],
+    "node-failure": [
+        # ray-project/ray python/ray/exceptions.py (ActorDiedError, WorkerCrashedError, OwnerDiedError, ObjectLostError,
+        # ObjectStoreFullError, OutOfDiskError, LocalRayletDiedError; 2.9-2.5x), raylet node_manager.cc, gcs_rpc_client.h,
+        # services.py/node.py (GCS and raylet start-up), local_object_manager.cc (spilling)
+        "The actor is dead because its owner has died. Owner Id: 01000000 Owner Ip address: 10.0.0.1 Owner worker exit type: SYSTEM_ERROR Worker exit detail: Owner's node has crashed.",
+        "The actor is dead because its node has died. Node Id: 9f1c2e",
+        "2026-11-27 10:00:00,000\tWARNING worker.py:2058 -- The node with node id: 9f1c2e and address: 10.0.0.8 and node name: 10.0.0.8 has been marked dead because the detector has missed too many heartbeats from it. This can happen when a \t(1) raylet crashes unexpectedly (OOM, etc.) \n\t(2) raylet has lagging heartbeats due to slow network or busy workload.",
+        "(raylet, ip=10.0.0.8) [2026-11-27 10:00:00,000 C 4048 4048] node_manager.cc:1034: [Timeout] Exiting because this node manager has mistakenly been marked as dead by the GCS: GCS failed to check the health of this node for 5 times. This is likely because the machine or raylet has become overloaded.",
+        "2026-11-27 10:00:00,000\tWARNING worker.py:2058 -- Raylet is terminated: ip=10.0.0.8, id=9f1c2e. Termination is unexpected. Possible reasons include: (1) SIGKILL by the user or system OOM killer, (2) Invalid memory access from Raylet causing SIGSEGV or SIGBUS, (3) Other termination signals. Last 20 lines of the Raylet logs:",
+        "ray.exceptions.LocalRayletDiedError: The task's local raylet died. Check raylet.out for more information.",
+        "ray.exceptions.ObjectLostError: Failed to retrieve object 00ffffffff. All copies of 00ffffffff have been lost due to node failure. Check cluster logs (`/tmp/ray/session_latest/logs`) for more information about the failure.",
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n\tclass_name: DTensorPolicyWorker\n\tactor_id: ab\n\tnamespace: x\nThe actor is dead because its node has died. Node Id: 9f1c2e\nthe actor's node was terminated unexpectedly: health check failed due to missing too many heartbeats",
+    ],
+    "disk-full": [
+        # ray-project/ray python/ray/exceptions.py (ActorDiedError, WorkerCrashedError, OwnerDiedError, ObjectLostError,
+        # ObjectStoreFullError, OutOfDiskError, LocalRayletDiedError; 2.9-2.5x), raylet node_manager.cc, gcs_rpc_client.h,
+        # services.py/node.py (GCS and raylet start-up), local_object_manager.cc (spilling)
+        "ray.exceptions.OutOfDiskError: Local disk is full\nThe object cannot be created because the local object store is full and the local disk's utilization is over capacity (95% by default).Tip: Use `df` on this node to check disk usage and `ray memory` to check object store memory usage.",
+        "(raylet) [2026-11-27 10:00:00,000 E 4048 4090] local_object_manager.cc:240: Failed to spill objects. Error: IOError: [Errno 28] No space left on device",
+    ],
+    "ray-startup-failed": [
+        # ray-project/ray python/ray/exceptions.py (ActorDiedError, WorkerCrashedError, OwnerDiedError, ObjectLostError,
+        # ObjectStoreFullError, OutOfDiskError, LocalRayletDiedError; 2.9-2.5x), raylet node_manager.cc, gcs_rpc_client.h,
+        # services.py/node.py (GCS and raylet start-up), local_object_manager.cc (spilling)
+        "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting `--address` flag or `RAY_ADDRESS` environment variable.",
+        "[2026-11-27 10:00:00,000 C 4242 4242] gcs_rpc_client.h:179: Failed to connect to GCS within 60 seconds. GCS may have been killed. It's either GCS is terminated by `ray stop` or is killed unexpectedly. If it is killed unexpectedly, see the log file gcs_server.out.",
+        "Exception: Can't find a `node_ip_address.json` file from /tmp/ray/session_2026-11-27_10-00-00_000000_4048 for 60 seconds. A ray instance hasn't started. Did you do `ray start` or `ray.init` on this host?",
+        "ConnectionError: Timed out while waiting for GCS to become available.",
+        "ray.exceptions.RpcError: Timed out while waiting for GCS to become available.",
+        "RuntimeError: Could not read 'session_name' from GCS. Did GCS start successfully?",
+        "[2026-11-27 10:00:00,000 C 4048 4048] raylet/main.cc:180: Failed to get cluster ID from GCS server: TimedOut: Timed out while waiting for GCS to become available.",
+        "The raylet exited immediately because one Ray agent failed, agent_name = dashboard_agent.",
+        "[2026-11-27 10:00:00,000 E 4048 4048] (raylet) agent_manager.cc:83: The raylet exited immediately because one Ray agent failed, agent_name = runtime_env_agent.",
     ],
 }
 
@@ -825,6 +878,20 @@ HARMLESS_5: dict[str, list[str]] = {
         "  exitcode  : -15 (pid: 4242)",
         "  traceback : Signal 15 (SIGTERM) received by PID 4242",
         "E1127 10:00:00.000000 4242 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -15) local_rank: 0 (pid: 4245) of binary: /opt/venv/bin/python",
+    ],
+    "ray-actor-died": [
+        # ray-project/ray's progress and notice lines on healthy runs (spilling, autoscaler, worker start, usage stats)
+        "(raylet) Spilled 2048 MiB, 12 objects, write throughput 500 MiB/s. Set RAY_verbose_spill_logs=0 to disable this message.",
+        "(raylet) Restored 512 MiB, 4 objects, read throughput 800 MiB/s",
+        "2026-11-27 10:00:00,000\tINFO worker.py:1821 -- Connecting to existing Ray cluster at address: 10.0.0.1:6379...",
+        "2026-11-27 10:00:00,000\tINFO worker.py:1998 -- Connected to Ray cluster. View the dashboard at 10.0.0.1:8265 ",
+        "(autoscaler +1m2s) Tip: use `ray status` to view detailed cluster status. To disable these messages, set RAY_SCHEDULER_EVENTS=0.",
+        "(autoscaler +1m2s) Warning: The following resource request cannot be scheduled right now: {'GPU': 1.0, 'CPU': 1.0}. This is likely due to all cluster resources being claimed by actors. Consider creating fewer actors or adding more nodes to this Ray cluster.",
+        "(raylet) [2026-11-27 10:00:00,000 I 4048 4048] worker_pool.cc:521: Started worker process with pid 4242, the token is 3",
+        "Local object store memory usage:\n(global lru) capacity: 8000000000, used: 7000000000",
+        "2026-11-27 10:00:00,000\tWARNING worker.py:2058 -- WARNING: 12 PYTHON worker processes have been started on node: 9f1c2e with address: 10.0.0.7. This could be a result of using a large number of actors, or due to tasks blocked in ray.get() calls (see https://github.com/ray-project/ray/issues/3644 for some discussion of workarounds).",
+        "Ray runtime started.",
+        "Usage stats collection is enabled. To disable this, add `--disable-usage-stats` to the command that starts the cluster, or run the following command: `ray disable-usage-stats` before starting the cluster.",
     ],
 }
 

@@ -834,6 +834,29 @@ ROUND_5: dict[str, list[str]] = {
         "The raylet exited immediately because one Ray agent failed, agent_name = dashboard_agent.",
         "[2026-11-27 10:00:00,000 E 4048 4048] (raylet) agent_manager.cc:83: The raylet exited immediately because one Ray agent failed, agent_name = runtime_env_agent.",
     ],
+    "vllm-engine-dead": [
+        # vllm-project/vllm V1 v1/engine/exceptions.py, core_client.py, core.py, utils.py, executor/multiproc_executor.py (0.8-0.11);
+        # V0 engine/async_llm_engine.py, engine/multiprocessing, executor/multiproc_worker_utils.py (0.4-0.7)
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+        "ERROR 11-27 10:00:00 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
+        "(VllmGenerationWorker pid=4242, ip=10.0.0.7) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}",
+        "ERROR 11-27 10:00:00 [core.py:700] EngineCore failed to start.",
+        "ERROR 11-27 10:00:00 [core.py:660] EngineCore encountered a fatal error.",
+        "ERROR 03-01 10:00:00 [core.py:340] EngineCore hit an exception: Traceback (most recent call last):",
+        "ERROR 11-27 10:00:00 [multiproc_executor.py:140] Worker proc VllmWorker-1 died unexpectedly, shutting down executor.",
+        "Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.",
+        "ERROR 11-27 10:00:00 [multiproc_executor.py:511] WorkerProc failed to start.",
+        "RuntimeError: Worker failed with error 'CUDA error: an illegal instruction was encountered', please check the stack trace above for the root cause",
+        "(EngineCore_DP0 pid=4242) TimeoutError: RPC call to execute_model timed out.",
+        "(ApiServer_0 pid=4242) TimeoutError: Timed out waiting for engines to sendinitial message on input socket.",
+        "TimeoutError: Timed out waiting for engines to send initial message on input socket.",
+        "vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored already.",
+        "RuntimeError: Engine loop has died",
+        "vllm.engine.multiprocessing.MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find the original error: RuntimeError('CUDA error')",
+        "ERROR 11-27 10:00:00 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 4245 died, exit code: -9",
+        "ERROR 11-27 10:00:00 [multiproc_worker_utils.py:121] Worker VllmWorkerProcess pid 4245 died, exit code: 1",
+        "RuntimeError: Engine process failed to start. See stack trace for the root cause.",
+    ],
 }
 
 # Round 5: the same emitters' warnings, retries and orderly shutdowns.
@@ -892,6 +915,15 @@ HARMLESS_5: dict[str, list[str]] = {
         "2026-11-27 10:00:00,000\tWARNING worker.py:2058 -- WARNING: 12 PYTHON worker processes have been started on node: 9f1c2e with address: 10.0.0.7. This could be a result of using a large number of actors, or due to tasks blocked in ray.get() calls (see https://github.com/ray-project/ray/issues/3644 for some discussion of workarounds).",
         "Ray runtime started.",
         "Usage stats collection is enabled. To disable this, add `--disable-usage-stats` to the command that starts the cluster, or run the following command: `ray disable-usage-stats` before starting the cluster.",
+    ],
+    "vllm-engine-dead": [
+        # vllm-project/vllm's shutdown and progress lines: V0's own SIGTERM of its workers (-15), shm_broadcast's wait warning
+        "ERROR 11-27 10:00:00 [multiproc_worker_utils.py:121] Worker VllmWorkerProcess pid 4245 died, exit code: -15",
+        "INFO 11-27 10:00:00 [multiproc_worker_utils.py:125] Killing local vLLM worker processes",
+        "WARNING 11-27 10:00:00 [shm_broadcast.py:466] No available shared memory broadcast block found in 60 second. This typically happens when some processes are hanging or doing some time-consuming work (e.g. compilation).",
+        "INFO 11-27 10:00:00 [core.py:90] Initializing a V1 LLM engine (v0.10.1) with config: model='Qwen/Qwen2.5-1.5B'",
+        "INFO 11-27 10:00:00 [multiproc_executor.py:558] Parent process exited, terminating worker",
+        "(EngineCore_DP0 pid=4242) INFO 11-27 10:00:00 [core.py:214] init engine (profile, create kv cache, warmup model) took 42.10 seconds",
     ],
 }
 

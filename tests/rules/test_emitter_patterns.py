@@ -762,6 +762,23 @@ ROUND_5: dict[str, list[str]] = {
         "(raylet) [2026-11-27 10:00:00,000 E 4048 4048] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 9f1c2e, IP: 10.0.0.7) over the last time period. To see more information about the Workers killed on this node, use `ray logs raylet.out -ip 10.0.0.7`",
         "Memory on the node (IP: 10.0.0.7, ID: 9f1c2e) where the lease (actor ID: NIL_ID, lease ID: 01000000, name=DTensorPolicyWorker.train, pid=4242, memory used=62.1GB) was running was 237.01GB / 240.00GB (0.987), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 5e1f) because it was the most recently scheduled task; to see more information about memory usage on this node, use `ray logs raylet.out -ip 10.0.0.7`.",
         "ray.exceptions.ObjectStoreFullError: Failed to put object 00ffffffff in object store because it is full. Object size is 2147483648 bytes.\nThe local object store is full of objects that are still in scope and cannot be evicted. Tip: Use the `ray memory` command to list active objects in the cluster.",
+        # SchedMD/slurm src/slurmd/slurmstepd/req.c and mgr.c (*** JOB|STEP %s ON %s CANCELLED AT %s DUE TO ...), task/cgroup
+        # task_cgroup_memory.c (19.05-25.x), jobacct_gather.c, src/srun/launch.c and step_launch.c; torvalds/linux mm/oom_kill.c
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0. Some of the step tasks have been OOM Killed.",
+        "slurmstepd: error: Detected 3 oom_kill events in StepId=4242.batch. Some of the step tasks have been OOM Killed.",
+        "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0 cgroup. Some of your processes may have been killed by the cgroup out-of-memory handler.",
+        "slurmstepd: error: Detected 1 oom-kill event(s) in step 4242.0 cgroup. Some of your processes may have been killed by the cgroup out-of-memory handler.",
+        "slurmstepd: error: StepId=4242.0 exceeded memory limit (16875520 > 16777216), being killed",
+        "slurmstepd: error: Exceeded job memory limit",
+        "slurmstepd: error: Exceeded step memory limit at some point.",
+        "srun: error: gpu01: task 0: Out Of Memory",
+        "srun: error: gpu01: tasks 0-7: Out Of Memory",
+        "[Thu Nov 27 10:00:00 2026] Memory cgroup out of memory: Killed process 4242 (python) total-vm:81234567kB, anon-rss:61234567kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:123456kB oom_score_adj:0",
+        "[Thu Nov 27 10:00:00 2026] Out of memory: Killed process 4242 (python) total-vm:81234567kB, anon-rss:61234567kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:123456kB oom_score_adj:0",
+        "kernel: python invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
+        "[12345.678] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,oom_memcg=/slurm/uid_1000/job_4242,task_memcg=/slurm/uid_1000/job_4242/step_0/task_0,task=python,pid=4242,uid=1000",
+        "[12345.678] oom_reaper: reaped process 4242 (python), now anon-rss:0kB, file-rss:0kB, shmem-rss:0kB",
+        "sacct: 4242.0  python  OUT_OF_MEMORY  0:125",
     ],
     "segfault": [
         # the same elastic emitters for SIGSEGV; torch/utils/data/_utils/signal_handling.py; CPython faulthandler
@@ -769,12 +786,19 @@ ROUND_5: dict[str, list[str]] = {
         "E1127 10:00:00.000000 4242 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -11) local_rank: 0 (pid: 4245) of binary: /opt/venv/bin/python",
         "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Segmentation fault. ",
         "Fatal Python error: Segmentation fault",
+        # SchedMD/slurm src/slurmd/slurmstepd/req.c and mgr.c (*** JOB|STEP %s ON %s CANCELLED AT %s DUE TO ...), task/cgroup
+        # task_cgroup_memory.c (19.05-25.x), jobacct_gather.c, src/srun/launch.c and step_launch.c; torvalds/linux mm/oom_kill.c
+        "srun: error: gpu01: task 3: Segmentation fault (core dumped)",
+        "srun: error: gpu01: task 3: Segmentation fault",
     ],
     "bus-error": [
         "  traceback : Signal 7 (SIGBUS) received by PID 4242",
         "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
         "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
         "Fatal Python error: Bus error",
+        # SchedMD/slurm src/slurmd/slurmstepd/req.c and mgr.c (*** JOB|STEP %s ON %s CANCELLED AT %s DUE TO ...), task/cgroup
+        # task_cgroup_memory.c (19.05-25.x), jobacct_gather.c, src/srun/launch.c and step_launch.c; torvalds/linux mm/oom_kill.c
+        "srun: error: gpu01: task 3: Bus error",
     ],
     "cuda-device-assert": [
         # pytorch/pytorch c10/cuda/CUDAException.cpp (2.1-2.7 RuntimeError, 2.8+ torch.AcceleratorError) and the
@@ -812,6 +836,12 @@ ROUND_5: dict[str, list[str]] = {
         "ray.exceptions.LocalRayletDiedError: The task's local raylet died. Check raylet.out for more information.",
         "ray.exceptions.ObjectLostError: Failed to retrieve object 00ffffffff. All copies of 00ffffffff have been lost due to node failure. Check cluster logs (`/tmp/ray/session_latest/logs`) for more information about the failure.",
         "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n\tclass_name: DTensorPolicyWorker\n\tactor_id: ab\n\tnamespace: x\nThe actor is dead because its node has died. Node Id: 9f1c2e\nthe actor's node was terminated unexpectedly: health check failed due to missing too many heartbeats",
+        # SchedMD/slurm src/slurmd/slurmstepd/req.c and mgr.c (*** JOB|STEP %s ON %s CANCELLED AT %s DUE TO ...), task/cgroup
+        # task_cgroup_memory.c (19.05-25.x), jobacct_gather.c, src/srun/launch.c and step_launch.c; torvalds/linux mm/oom_kill.c
+        "slurmstepd: error: *** JOB 4242 ON gpu01 CANCELLED AT 2026-11-27T10:00:00 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
+        "slurmstepd: error: *** STEP 4242.0 ON gpu01 CANCELLED AT 2026-11-27T10:00:00 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
+        "srun: error: Node failure on gpu07",
+        "srun: error: Aborting, io error and missing step on node 3",
     ],
     "disk-full": [
         # ray-project/ray python/ray/exceptions.py (ActorDiedError, WorkerCrashedError, OwnerDiedError, ObjectLostError,
@@ -857,6 +887,50 @@ ROUND_5: dict[str, list[str]] = {
         "ERROR 11-27 10:00:00 [multiproc_worker_utils.py:121] Worker VllmWorkerProcess pid 4245 died, exit code: 1",
         "RuntimeError: Engine process failed to start. See stack trace for the root cause.",
     ],
+    "slurm-time-limit": [
+        # SchedMD/slurm src/slurmd/slurmstepd/req.c and mgr.c (*** JOB|STEP %s ON %s CANCELLED AT %s DUE TO ...), task/cgroup
+        # task_cgroup_memory.c (19.05-25.x), jobacct_gather.c, src/srun/launch.c and step_launch.c; torvalds/linux mm/oom_kill.c
+        "slurmstepd: error: *** JOB 4242 ON gpu01 CANCELLED AT 2026-11-27T10:00:00 DUE TO TIME LIMIT ***",
+        "slurmstepd: error: *** STEP 4242.0 ON gpu01 CANCELLED AT 2026-11-27T10:00:00 DUE TO TIME LIMIT ***",
+        "srun: error: *** STEP 4242.0 ON gpu01 CANCELLED AT 2026-11-27T10:00:00 DUE TO TIME LIMIT ***",
+    ],
+    "slurm-preempted": [
+        # SchedMD/slurm src/slurmd/slurmstepd/req.c and mgr.c (*** JOB|STEP %s ON %s CANCELLED AT %s DUE TO ...), task/cgroup
+        # task_cgroup_memory.c (19.05-25.x), jobacct_gather.c, src/srun/launch.c and step_launch.c; torvalds/linux mm/oom_kill.c
+        "slurmstepd: error: *** JOB 4242 ON gpu01 CANCELLED AT 2026-11-27T10:00:00 DUE TO PREEMPTION ***",
+        "slurmstepd: error: *** STEP 4242.0 ON gpu01 CANCELLED AT 2026-11-27T10:00:00 DUE TO PREEMPTION ***",
+    ],
+    "cuda-hardware-error": [
+        # NVIDIA's Xid catalogue (the bad-GPU Xids, open-gpu-kernel-modules' NVRM lines), nvidia-smi/NVML, CUDA runtime and
+        # driver API error strings (driver_types.h, cuda.h 12.x)
+        "[Thu Nov 27 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 48, pid=4242, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0.",
+        "[12345.678] NVRM: Xid (PCI:0000:3b:00): 63, pid='<unknown>', name=<unknown>, Row Remapper: New row marked for remapping, reset gpu to activate.",
+        "[12345.678] NVRM: Xid (PCI:0000:3b:00): 64, pid='<unknown>', name=<unknown>, Row Remapper: Error occurred during row remapping (attempts: 1, index 0x0).",
+        "[12345.678] NVRM: Xid (PCI:0000:3b:00): 74, pid=4242, name=python, NVLink: fatal error detected on link 3(0x10000, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)",
+        "[12345.678] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+        "[12345.678] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.",
+        "[12345.678] NVRM: Xid (PCI:0000:3b:00): 92, pid='<unknown>', name=<unknown>, High single-bit ECC error rate",
+        "[12345.678] NVRM: Xid (PCI:0000:3b:00): 94, pid=4242, name=python, Contained: SM (0x1). RST: No, D-RST: No",
+        "[12345.678] NVRM: Xid (PCI:0000:3b:00): 95, pid=4242, name=python, Uncontained: FBHUB. RST: Yes, D-RST: No",
+        "[12345.678] NVRM: Xid (PCI:0000:3b:00): 119, pid=4242, name=python, Timeout after 6s of waiting for RPC response from GPU0 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).",
+        "[12345.678] NVRM: Xid (PCI:0000:3b:00): 120, pid=4242, name=python, GSP task exception: (0x2).",
+        "[12345.678] NVRM: Xid (PCI:0000:3b:00): 140, pid='<unknown>', name=<unknown>, An unrecovered ECC error has been detected on GPU in the framebuffer at row 0x1e4, partition 3.",
+        "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error",
+        "Unable to determine the device handle for gpu 0000:3B:00.0: GPU is lost.  Reboot the system to recover this GPU",
+        "No devices were found",
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.",
+        "[12345.678] NVRM: RmInitAdapter failed! (0x26:0x56:1474)",
+        "Failed to initialize NVML: Driver/library version mismatch",
+        "[rank3]: RuntimeError: CUDA error: uncorrectable ECC error encountered",
+        "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
+        "RuntimeError: CUDA error: unspecified launch failure",
+        "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+        "RuntimeError: CUDA error: system not yet initialized",
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        "CUDA_ERROR_ECC_UNCORRECTABLE",
+        "RuntimeError: CUDA driver error: CUDA_ERROR_CONTAINED",
+        "jax.errors.JaxRuntimeError: INTERNAL: cudaErrorContained",
+    ],
 }
 
 # Round 5: the same emitters' warnings, retries and orderly shutdowns.
@@ -901,6 +975,14 @@ HARMLESS_5: dict[str, list[str]] = {
         "  exitcode  : -15 (pid: 4242)",
         "  traceback : Signal 15 (SIGTERM) received by PID 4242",
         "E1127 10:00:00.000000 4242 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -15) local_rank: 0 (pid: 4245) of binary: /opt/venv/bin/python",
+        # SchedMD/slurm's lines for a task's plain exit, a cancel without a reason, a requeue, the kernel's memcg stats header
+        "srun: error: gpu01: task 3: Exited with exit code 1",
+        "srun: error: gpu01: task 3: Killed",
+        "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
+        "slurmstepd: error: *** JOB 4242 ON gpu01 CANCELLED AT 2026-11-27T10:00:00 ***",
+        "srun: launch/slurm: _step_signal: Terminating StepId=4242.0",
+        "[12345.678] Memory cgroup stats for /slurm/uid_1000/job_4242:",
+        "slurmstepd: error: *** STEP 4242.0 ON gpu01 CANCELLED AT 2026-11-27T10:00:00 DUE TO JOB REQUEUE ***",
     ],
     "ray-actor-died": [
         # ray-project/ray's progress and notice lines on healthy runs (spilling, autoscaler, worker start, usage stats)
@@ -924,6 +1006,14 @@ HARMLESS_5: dict[str, list[str]] = {
         "INFO 11-27 10:00:00 [core.py:90] Initializing a V1 LLM engine (v0.10.1) with config: model='Qwen/Qwen2.5-1.5B'",
         "INFO 11-27 10:00:00 [multiproc_executor.py:558] Parent process exited, terminating worker",
         "(EngineCore_DP0 pid=4242) INFO 11-27 10:00:00 [core.py:214] init engine (profile, create kv cache, warmup model) took 42.10 seconds",
+    ],
+    "cuda-hardware-error": [
+        # the NVIDIA driver's load banner and nvidia-smi's ECC counters at zero
+        "[12345.678] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024",
+        "[12345.678] NVRM: Persistence mode is deprecated and will be removed in a future release.",
+        "Volatile Uncorr. ECC |      0 |",
+        "ECC Mode: Enabled",
+        "  Retired Pages: Single Bit ECC: 0, Double Bit ECC: 0, Pending Page Blacklist: No",
     ],
 }
 

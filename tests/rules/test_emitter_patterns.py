@@ -849,6 +849,23 @@ ROUND_5: dict[str, list[str]] = {
         # services.py/node.py (GCS and raylet start-up), local_object_manager.cc (spilling)
         "ray.exceptions.OutOfDiskError: Local disk is full\nThe object cannot be created because the local object store is full and the local disk's utilization is over capacity (95% by default).Tip: Use `df` on this node to check disk usage and `ray memory` to check object store memory usage.",
         "(raylet) [2026-11-27 10:00:00,000 E 4048 4090] local_object_manager.cc:240: Failed to spill objects. Error: IOError: [Errno 28] No space left on device",
+        # pyxis/enroot (NVIDIA/pyxis slurm_error() calls, enroot common::err), huggingface_hub errors.py/utils/_http.py
+        # (GatedRepoError, RepositoryNotFoundError, HfHubHTTPError 401/403/429), transformers' hub OSErrors, wandb (sdk
+        # wandb_init.py, errors.py, service), CPython OSError (ENOSPC, EDQUOT, ESTALE, EIO), torch.save's PytorchStreamWriter
+        # (caffe2/serialize/inline_container.cc), safetensors, GNU tar/cp, pip, CPython import machinery and the dynamic
+        # loader, argparse, hydra, omegaconf, pydantic
+        "OSError: [Errno 28] No space left on device",
+        "OSError: [Errno 122] Disk quota exceeded: '/lustre/ckpt/step_40/model.safetensors'",
+        "RuntimeError: [enforce fail at inline_container.cc:626] . unexpected pos 1234567 vs 1234000",
+        "RuntimeError: [enforce fail at inline_container.cc:778] . PytorchStreamWriter failed writing file data/42: file write failed",
+        "RuntimeError: PytorchStreamWriter failed writing file data/17: file write failed",
+        'safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })',
+        'safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 122, kind: QuotaExceeded, message: "Disk quota exceeded" })',
+        "tar: model/weights.bin: Cannot write: No space left on device",
+        "cp: error writing '/lustre/ckpt/step_40/model.bin': No space left on device",
+        "ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device",
+        "write error: No space left on device",
+        "OSError: [Errno 28] No space left on device: '/tmp/ray/session_2026/logs/worker.out'",
     ],
     "ray-startup-failed": [
         # ray-project/ray python/ray/exceptions.py (ActorDiedError, WorkerCrashedError, OwnerDiedError, ObjectLostError,
@@ -930,6 +947,121 @@ ROUND_5: dict[str, list[str]] = {
         "CUDA_ERROR_ECC_UNCORRECTABLE",
         "RuntimeError: CUDA driver error: CUDA_ERROR_CONTAINED",
         "jax.errors.JaxRuntimeError: INTERNAL: cudaErrorContained",
+    ],
+    "container-import-failed": [
+        # pyxis/enroot (NVIDIA/pyxis slurm_error() calls, enroot common::err), huggingface_hub errors.py/utils/_http.py
+        # (GatedRepoError, RepositoryNotFoundError, HfHubHTTPError 401/403/429), transformers' hub OSErrors, wandb (sdk
+        # wandb_init.py, errors.py, service), CPython OSError (ENOSPC, EDQUOT, ESTALE, EIO), torch.save's PytorchStreamWriter
+        # (caffe2/serialize/inline_container.cc), safetensors, GNU tar/cp, pip, CPython import machinery and the dynamic
+        # loader, argparse, hydra, omegaconf, pydantic
+        "slurmstepd: error: pyxis: child 4242 failed with error code: 1",
+        "slurmstepd: error: pyxis: failed to export container pyxis_4242.0 to /lustre/images/saved.sqsh",
+        "slurmstepd: error: pyxis: --container-image specified multiple times",
+        'slurmstepd: error: pyxis: mount source must be a relative path, an absolute path, "tmpfs" or "umount"',
+        "slurmstepd: error: pyxis: container start failed with error code: 1",
+        "slurmstepd: error: pyxis: failed to import docker image",
+        "slurmstepd: error: pyxis: printing enroot log file:",
+        "slurmstepd: error: pyxis:     [ERROR] No such file or directory: /lustre/images/nemo-rl.sqsh",
+        "slurmstepd: error: pyxis: failed to create container filesystem",
+        "slurmstepd: error: spank: required plugin spank_pyxis.so: task_init() failed with rc=-1",
+        "slurmstepd: error: pyxis:     [ERROR] URL https://nvcr.io/proxy_auth returned error code: 401 Unauthorized",
+        "[ERROR] Could not process JSON input",
+    ],
+    "container-import-transient": [
+        # pyxis/enroot (NVIDIA/pyxis slurm_error() calls, enroot common::err), huggingface_hub errors.py/utils/_http.py
+        # (GatedRepoError, RepositoryNotFoundError, HfHubHTTPError 401/403/429), transformers' hub OSErrors, wandb (sdk
+        # wandb_init.py, errors.py, service), CPython OSError (ENOSPC, EDQUOT, ESTALE, EIO), torch.save's PytorchStreamWriter
+        # (caffe2/serialize/inline_container.cc), safetensors, GNU tar/cp, pip, CPython import machinery and the dynamic
+        # loader, argparse, hydra, omegaconf, pydantic
+        "slurmstepd: error: pyxis:     [ERROR] URL https://registry-1.docker.io/v2/library/ubuntu/manifests/22.04 returned error code: 429 Too Many Requests",
+        "slurmstepd: error: pyxis:     curl: (56) Recv failure: Connection reset by peer",
+        "slurmstepd: error: pyxis:     [ERROR] URL https://nvcr.io/v2/nvidia/nemo/blobs/sha256:abcd returned error code: 503 Service Unavailable",
+    ],
+    "hf-auth": [
+        # pyxis/enroot (NVIDIA/pyxis slurm_error() calls, enroot common::err), huggingface_hub errors.py/utils/_http.py
+        # (GatedRepoError, RepositoryNotFoundError, HfHubHTTPError 401/403/429), transformers' hub OSErrors, wandb (sdk
+        # wandb_init.py, errors.py, service), CPython OSError (ENOSPC, EDQUOT, ESTALE, EIO), torch.save's PytorchStreamWriter
+        # (caffe2/serialize/inline_container.cc), safetensors, GNU tar/cp, pip, CPython import machinery and the dynamic
+        # loader, argparse, hydra, omegaconf, pydantic
+        "huggingface_hub.errors.GatedRepoError: 403 Client Error. (Request ID: Root=1-abc)\n\nCannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.\nAccess to model meta-llama/Llama-3.1-8B is restricted and you are not in the authorized list. Visit https://huggingface.co/meta-llama/Llama-3.1-8B to ask for access.",
+        "huggingface_hub.utils._errors.GatedRepoError: 401 Client Error. (Request ID: Root=1-abc)",
+        "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.",
+        "Access to model meta-llama/Llama-3.1-8B is restricted. You must have access to it and be authenticated to access it. Please log in.",
+        "huggingface_hub.errors.RepositoryNotFoundError: 401 Client Error. (Request ID: Root=1-abc)\n\nRepository Not Found for url: https://huggingface.co/api/models/org/private-model.\nPlease make sure you specified the correct `repo_id` and `repo_type`.\nIf you are trying to access a private or gated repo, make sure you are authenticated.",
+        "OSError: meta-llama/Llama-3.1-8B is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a token having permission to this repo either by logging in with `huggingface-cli login` or by passing `token=<your_token>`",
+        "OSError: You are trying to access a gated repo.\nMake sure to have access to it at https://huggingface.co/meta-llama/Llama-3.1-8B.\n401 Client Error. (Request ID: Root=1-abc)",
+        "huggingface_hub.errors.HfHubHTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/api/whoami-v2 (Request ID: Root=1-abc)\n\nInvalid credentials in Authorization header",
+    ],
+    "hf-rate-limit": [
+        # pyxis/enroot (NVIDIA/pyxis slurm_error() calls, enroot common::err), huggingface_hub errors.py/utils/_http.py
+        # (GatedRepoError, RepositoryNotFoundError, HfHubHTTPError 401/403/429), transformers' hub OSErrors, wandb (sdk
+        # wandb_init.py, errors.py, service), CPython OSError (ENOSPC, EDQUOT, ESTALE, EIO), torch.save's PytorchStreamWriter
+        # (caffe2/serialize/inline_container.cc), safetensors, GNU tar/cp, pip, CPython import machinery and the dynamic
+        # loader, argparse, hydra, omegaconf, pydantic
+        "huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: https://huggingface.co/api/models/Qwen/Qwen2.5-7B/revision/main (Request ID: Root=1-abc)",
+        "huggingface_hub.utils._errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: https://huggingface.co/Qwen/Qwen2.5-7B/resolve/main/config.json",
+    ],
+    "logger-failure": [
+        # pyxis/enroot (NVIDIA/pyxis slurm_error() calls, enroot common::err), huggingface_hub errors.py/utils/_http.py
+        # (GatedRepoError, RepositoryNotFoundError, HfHubHTTPError 401/403/429), transformers' hub OSErrors, wandb (sdk
+        # wandb_init.py, errors.py, service), CPython OSError (ENOSPC, EDQUOT, ESTALE, EIO), torch.save's PytorchStreamWriter
+        # (caffe2/serialize/inline_container.cc), safetensors, GNU tar/cp, pip, CPython import machinery and the dynamic
+        # loader, argparse, hydra, omegaconf, pydantic
+        "wandb: ERROR Run initialization has timed out after 90.0 sec. Please try increasing the timeout with the `init_timeout` setting: `wandb.init(settings=wandb.Settings(init_timeout=120))`.",
+        "wandb.errors.errors.CommError: Run initialization has timed out after 90.0 sec. ",
+        'wandb.errors.CommError: failed to upsert bucket: returned error 403 Forbidden: {"errors":[{"message":"permission denied","path":["upsertBucket"]}],"data":{"upsertBucket":null}}',
+        "wandb.errors.UsageError: api_key not configured (no-tty). call wandb.login(key=[your_api_key])",
+        "wandb: ERROR api_key not configured (no-tty). call wandb.login(key=[your_api_key])",
+        "wandb.errors.errors.UsageError: No API key configured. Use `wandb login` to log in.",
+        "wandb: ERROR Error communicating with wandb process, exiting...",
+        "wandb.sdk.service.service.ServiceStartTimeoutError: Timed out waiting for wandb service to start after 30.0 seconds. Try increasing the timeout with the `_service_wait` setting.",
+        "wandb.errors.CommError: It appears that you do not have permission to access the requested resource. Please reach out to the project owner to grant you access. If you have the correct permissions, verify that there are no issues with your networking setup.(Error 403: Forbidden)",
+    ],
+    "stale-file-handle": [
+        # pyxis/enroot (NVIDIA/pyxis slurm_error() calls, enroot common::err), huggingface_hub errors.py/utils/_http.py
+        # (GatedRepoError, RepositoryNotFoundError, HfHubHTTPError 401/403/429), transformers' hub OSErrors, wandb (sdk
+        # wandb_init.py, errors.py, service), CPython OSError (ENOSPC, EDQUOT, ESTALE, EIO), torch.save's PytorchStreamWriter
+        # (caffe2/serialize/inline_container.cc), safetensors, GNU tar/cp, pip, CPython import machinery and the dynamic
+        # loader, argparse, hydra, omegaconf, pydantic
+        "OSError: [Errno 116] Stale file handle",
+        "OSError: [Errno 116] Stale file handle: '/nfs/ckpt/step_40'",
+        "ls: cannot access '/nfs/ckpt': Stale file handle",
+        "OSError: [Errno 5] Input/output error: '/lustre/ckpt/step_40/optim.pt'",
+    ],
+    "import-error": [
+        # pyxis/enroot (NVIDIA/pyxis slurm_error() calls, enroot common::err), huggingface_hub errors.py/utils/_http.py
+        # (GatedRepoError, RepositoryNotFoundError, HfHubHTTPError 401/403/429), transformers' hub OSErrors, wandb (sdk
+        # wandb_init.py, errors.py, service), CPython OSError (ENOSPC, EDQUOT, ESTALE, EIO), torch.save's PytorchStreamWriter
+        # (caffe2/serialize/inline_container.cc), safetensors, GNU tar/cp, pip, CPython import machinery and the dynamic
+        # loader, argparse, hydra, omegaconf, pydantic
+        "ModuleNotFoundError: No module named 'nemo_rl'",
+        "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
+        "ImportError: /opt/venv/lib/python3.12/site-packages/flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
+        "ImportError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by /opt/venv/lib/python3.12/site-packages/vllm/_C.abi3.so)",
+        "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.32' not found",
+        "ImportError: cannot import name 'AutoModelForCausalLM' from 'transformers' (/opt/venv/lib/python3.12/site-packages/transformers/__init__.py)",
+        "OSError: libcudnn.so.9: cannot open shared object file: No such file or directory",
+        "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
+        "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version",
+    ],
+    "config-error": [
+        # pyxis/enroot (NVIDIA/pyxis slurm_error() calls, enroot common::err), huggingface_hub errors.py/utils/_http.py
+        # (GatedRepoError, RepositoryNotFoundError, HfHubHTTPError 401/403/429), transformers' hub OSErrors, wandb (sdk
+        # wandb_init.py, errors.py, service), CPython OSError (ENOSPC, EDQUOT, ESTALE, EIO), torch.save's PytorchStreamWriter
+        # (caffe2/serialize/inline_container.cc), safetensors, GNU tar/cp, pip, CPython import machinery and the dynamic
+        # loader, argparse, hydra, omegaconf, pydantic
+        "train.py: error: unrecognized arguments: --lr=1e-5",
+        "train.py: error: the following arguments are required: --config",
+        "train.py: error: argument --batch-size: invalid int value: 'x'",
+        "hydra.errors.ConfigCompositionException: Could not override 'policy.lr'.\nTo append to your config use +policy.lr=1e-5",
+        "Could not override 'policy.lr'.",
+        "omegaconf.errors.ConfigAttributeError: Key 'max_steps' is not in struct",
+        "omegaconf.errors.ConfigKeyError: Key 'lrr' not in 'OptimConfig'",
+        "omegaconf.errors.MissingMandatoryValue: Missing mandatory value: policy.model_name",
+        "omegaconf.errors.InterpolationResolutionError: Interpolation key 'cluster.gpus' not found",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for GRPOConfig",
+        "hydra.errors.MissingConfigException: Cannot find primary config 'grpo_math_1B'. Check that it's in your config search path.",
+        "yaml.scanner.ScannerError: mapping values are not allowed here",
     ],
 }
 
@@ -1014,6 +1146,41 @@ HARMLESS_5: dict[str, list[str]] = {
         "Volatile Uncorr. ECC |      0 |",
         "ECC Mode: Enabled",
         "  Retired Pages: Single Bit ECC: 0, Double Bit ECC: 0, Pending Page Blacklist: No",
+    ],
+    "logger-failure": [
+        # the same emitters' warnings, retries, notices and usage banners
+        "wandb: ERROR Failed to sample metric: Not Supported",
+        "wandb: WARNING Serializing object of type dict that is 1234567 bytes",
+        "wandb: Network error (ReadTimeout), entering retry loop.",
+        "wandb: 429 encountered (Filestream rate limit exceeded, retrying in 2.1 seconds.), retrying request",
+        "wandb: Syncing run grpo-qwen-7b",
+        "wandb: WARNING Step must only increase in log calls.  Step 12 < 13; dropping {'loss': 0.5}.",
+        "wandb: ERROR Dropped streaming file chunk (see wandb/debug-internal.log)",
+    ],
+    "hf-rate-limit": [
+        # the same emitters' warnings, retries, notices and usage banners
+        "Retrying in 1s [Retry 1/5].",
+        "huggingface_hub.file_download: Xet Storage is enabled for this repo, but the 'hf_xet' package is not installed. Falling back to regular HTTP download.",
+    ],
+    "hf-auth": [
+        # the same emitters' warnings, retries, notices and usage banners
+        "Token has not been saved to git credential helper.",
+        "Note: Environment variable`HF_TOKEN` is set and is the current active token independently from the token you've just configured.",
+    ],
+    "disk-full": [
+        # the same emitters' warnings, retries, notices and usage banners
+        "Saving checkpoint to /lustre/ckpt/step_40",
+        "Filesystem      Size  Used Avail Use% Mounted on",
+    ],
+    "import-error": [
+        # the same emitters' warnings, retries, notices and usage banners
+        "INFO: Could not import flash_attn, using sdpa attention",
+        "[W1127 10:00:00.000000000 Module.cpp:183] Warning: Disabling benchmark mode for MIOpen is NOT supported. Overriding value to True (function operator())",
+    ],
+    "config-error": [
+        # the same emitters' warnings, retries, notices and usage banners
+        "usage: train.py [-h] [--config CONFIG]",
+        "hydra: Hydra 1.3.2",
     ],
 }
 

@@ -880,6 +880,11 @@ ROUND_5: dict[str, list[str]] = {
         "[2026-11-27 10:00:00,000 C 4048 4048] raylet/main.cc:180: Failed to get cluster ID from GCS server: TimedOut: Timed out while waiting for GCS to become available.",
         "The raylet exited immediately because one Ray agent failed, agent_name = dashboard_agent.",
         "[2026-11-27 10:00:00,000 E 4048 4048] (raylet) agent_manager.cc:83: The raylet exited immediately because one Ray agent failed, agent_name = runtime_env_agent.",
+        # ray-project/ray _private/services.py wait_for_node (both wordings) and node.py (GCS start-up)
+        "TimeoutError: Timed out while waiting for node to startup.",
+        "TimeoutError: Timed out after 60 seconds while waiting for node to startup. Did not find socket name /tmp/ray/session_2026/sockets/plasma_store in the list of object store socket names.",
+        "Exception: The current node timed out during startup. This could happen because some of the Ray processes failed to startup.",
+        "RuntimeError: Failed to start GCS.",
     ],
     "vllm-engine-dead": [
         # vllm-project/vllm V1 v1/engine/exceptions.py, core_client.py, core.py, utils.py, executor/multiproc_executor.py (0.8-0.11);
@@ -991,6 +996,11 @@ ROUND_5: dict[str, list[str]] = {
         "OSError: meta-llama/Llama-3.1-8B is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a token having permission to this repo either by logging in with `huggingface-cli login` or by passing `token=<your_token>`",
         "OSError: You are trying to access a gated repo.\nMake sure to have access to it at https://huggingface.co/meta-llama/Llama-3.1-8B.\n401 Client Error. (Request ID: Root=1-abc)",
         "huggingface_hub.errors.HfHubHTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/api/whoami-v2 (Request ID: Root=1-abc)\n\nInvalid credentials in Authorization header",
+        # huggingface/huggingface_hub utils/_http.py hf_raise_for_status (installed 2.4.0, read in full): DisabledRepoError, the
+        # 403 branch, both 429 wordings, RevisionNotFoundError; transformers utils/hub.py's rewording of the last
+        "huggingface_hub.errors.DisabledRepoError: 403 Client Error.\n\nCannot access repository for url https://huggingface.co/api/models/org/model.\nAccess to this resource is disabled.",
+        "huggingface_hub.errors.HfHubHTTPError: \n\n403 Forbidden: Please enable access to public gated repositories in your fine-grained token settings to view this repository..\nCannot access content at: https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.",
+        "huggingface_hub.errors.HfHubHTTPError: 403 Forbidden: Authorization error..\nCannot access content at: https://huggingface.co/api/models/org/model.",
     ],
     "hf-rate-limit": [
         # pyxis/enroot (NVIDIA/pyxis slurm_error() calls, enroot common::err), huggingface_hub errors.py/utils/_http.py
@@ -1000,6 +1010,10 @@ ROUND_5: dict[str, list[str]] = {
         # loader, argparse, hydra, omegaconf, pydantic
         "huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: https://huggingface.co/api/models/Qwen/Qwen2.5-7B/revision/main (Request ID: Root=1-abc)",
         "huggingface_hub.utils._errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: https://huggingface.co/Qwen/Qwen2.5-7B/resolve/main/config.json",
+        # huggingface/huggingface_hub utils/_http.py hf_raise_for_status (installed 2.4.0, read in full): DisabledRepoError, the
+        # 403 branch, both 429 wordings, RevisionNotFoundError; transformers utils/hub.py's rewording of the last
+        "huggingface_hub.errors.HfHubHTTPError: \n\n429 Too Many Requests: you have reached your 'api' rate limit.\nRetry after 271 seconds (0/1000 requests remaining in current 300s window).\nUrl: https://huggingface.co/api/models/Qwen/Qwen2.5-7B/revision/main.",
+        "huggingface_hub.errors.HfHubHTTPError: \n\n429 Too Many Requests for url: https://huggingface.co/api/models/Qwen/Qwen2.5-7B/tree/main.",
     ],
     "logger-failure": [
         # pyxis/enroot (NVIDIA/pyxis slurm_error() calls, enroot common::err), huggingface_hub errors.py/utils/_http.py
@@ -1062,6 +1076,10 @@ ROUND_5: dict[str, list[str]] = {
         "pydantic_core._pydantic_core.ValidationError: 1 validation error for GRPOConfig",
         "hydra.errors.MissingConfigException: Cannot find primary config 'grpo_math_1B'. Check that it's in your config search path.",
         "yaml.scanner.ScannerError: mapping values are not allowed here",
+        # huggingface/huggingface_hub utils/_http.py hf_raise_for_status (installed 2.4.0, read in full): DisabledRepoError, the
+        # 403 branch, both 429 wordings, RevisionNotFoundError; transformers utils/hub.py's rewording of the last
+        "huggingface_hub.errors.RevisionNotFoundError: 404 Client Error.\n\nRevision Not Found for url: https://huggingface.co/api/models/Qwen/Qwen2.5-7B/revision/v9.",
+        "OSError: v9 is not a valid git identifier (branch name, tag name or commit id) that exists for this model name. Check the model page at 'https://huggingface.co/Qwen/Qwen2.5-7B' for available revisions.",
     ],
 }
 
@@ -1161,6 +1179,9 @@ HARMLESS_5: dict[str, list[str]] = {
         # the same emitters' warnings, retries, notices and usage banners
         "Retrying in 1s [Retry 1/5].",
         "huggingface_hub.file_download: Xet Storage is enabled for this repo, but the 'hf_xet' package is not installed. Falling back to regular HTTP download.",
+        # huggingface_hub's own retry warnings before its give-up
+        "WARNING:huggingface_hub.utils._http:Rate limited. Waiting 12s before retry [Retry 1/5].",
+        "WARNING:huggingface_hub.utils._http:HTTP Error 429 thrown while requesting HEAD https://huggingface.co/Qwen/Qwen2.5-7B/resolve/main/config.json",
     ],
     "hf-auth": [
         # the same emitters' warnings, retries, notices and usage banners

@@ -1030,6 +1030,13 @@ ROUND_5: dict[str, list[str]] = {
         "wandb: ERROR Error communicating with wandb process, exiting...",
         "wandb.sdk.service.service.ServiceStartTimeoutError: Timed out waiting for wandb service to start after 30.0 seconds. Try increasing the timeout with the `_service_wait` setting.",
         "wandb.errors.CommError: It appears that you do not have permission to access the requested resource. Please reach out to the project owner to grant you access. If you have the correct permissions, verify that there are no issues with your networking setup.(Error 403: Forbidden)",
+        # wandb/wandb core/internal/runupserter/runupdateerror.go (wandb-core 0.19+, read at master), sdk/wandb_login.py, lib/apikey.py
+        "wandb.errors.errors.CommError: Timed out initializing run: context deadline exceeded\nConsider increasing the init_timeout setting:\n  wandb.init(settings=wandb.Settings(init_timeout=...))",
+        "wandb.errors.errors.CommError: Timed out while retrying: 503 Service Unavailable\nConsider increasing the init_timeout setting:",
+        "Timed out initializing run: context deadline exceeded",
+        "Consider increasing the init_timeout setting:",
+        "wandb.errors.errors.AuthenticationError: Failed to verify credentials with https://api.wandb.ai: 401 Unauthorized",
+        "wandb.errors.errors.UsageError: No API key configured. Use `wandb login` to log in.",
     ],
     "stale-file-handle": [
         # pyxis/enroot (NVIDIA/pyxis slurm_error() calls, enroot common::err), huggingface_hub errors.py/utils/_http.py

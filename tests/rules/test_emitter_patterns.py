@@ -740,6 +740,16 @@ ROUND_5: dict[str, list[str]] = {
         "gpu01:4242:4300 [0] transport/net_socket.cc:480 NCCL WARN NET/Socket : peer 10.0.0.8<43210> message truncated : receiving 1048576 bytes instead of 65536. If you believe your socket network is in healthy state, there may be a mismatch in collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) between ranks",
         "RuntimeError: NCCL Error 2: unhandled system error",
         "RuntimeError: NCCL Error 6: remote process exited or there was a network error",
+        # pytorch/pytorch c10d socket.cpp, TCPStore.cpp, elastic/rendezvous (2.1-2.9): the store and rendezvous give-ups
+        "[rank3]: torch.distributed.DistNetworkError: Connection reset by peer",
+        "torch.distributed.DistNetworkError: The client socket has timed out after 1800000ms while trying to connect to (gpu01, 29500).",
+        "RuntimeError: The client socket has timed out after 900s while trying to connect to (gpu01, 29500).",
+        "torch.distributed.DistStoreError: wait timeout after 300000ms, keys: /default_pg/0//cuda//0",
+        "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.",
+        "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+        "torch.distributed.DistNetworkError: Broken pipe",
+        "RuntimeError: Stop_waiting response is expected",
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.8]:29715",
     ],
     "port-in-use": [
         # pytorch/pytorch torch/csrc/distributed/c10d/socket.cpp (2.0-2.3 and 2.4+), the TCPStore server's bind
@@ -747,6 +757,8 @@ ROUND_5: dict[str, list[str]] = {
         "RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use). The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).",
         "[W1127 10:00:00.000000000 socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).",
         "OSError: [Errno 98] Address already in use",
+        # an address in use under the rendezvous's wrapper stays port-in-use's
+        "[W1127 10:00:00.000000000 socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29400 (errno: 98 - Address already in use).\n[E1127 10:00:00.000000000 socket.cpp:502] [c10d] The server socket has failed to listen on any local network address.\ntorch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29400, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use\n\nThe above exception was the direct cause of the following exception:\n\ntorch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.",
     ],
     "host-oom": [
         # pytorch/pytorch torch/distributed/elastic/multiprocessing/api.py and errors/__init__.py (1.9-2.9): a worker
@@ -1118,6 +1130,10 @@ HARMLESS_5: dict[str, list[str]] = {
         "gpu01:4242:4300 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ib0",
         "gpu01:4242:4300 [0] NCCL WARN Could not open XML topology file /etc/nccl-topo.xml : No such file or directory",
         "gpu01:4242:4300 [0] NCCL WARN CollNet is not supported or fails to initialize, ignoring NCCL_ALGO=COLLNET",
+        # c10d's IPv6 fallback notice, the libuv store's debug line, the rendezvous keep-alive warning
+        "[W1127 10:00:00.000000000 socket.cpp:436] [c10d] The server socket cannot be initialized on [::]:29500 (errno: 97 - Address family not supported by protocol).",
+        "[I1127 10:00:00.000000000 TCPStoreLibUvBackend.cpp:115] [c10d - debug] Socket closed",
+        "W1127 10:00:00.000000 4242 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1100] The node 'gpu01_4242_0' has failed to send a keep-alive heartbeat to the rendezvous 'none' due to an error of type RendezvousConnectionError.",
     ],
     "port-in-use": [
         # c10d socket.cpp: one failed try of a client that retries until its timeout (the give-up is nccl-error's)
@@ -1154,6 +1170,10 @@ HARMLESS_5: dict[str, list[str]] = {
         "2026-11-27 10:00:00,000\tWARNING worker.py:2058 -- WARNING: 12 PYTHON worker processes have been started on node: 9f1c2e with address: 10.0.0.7. This could be a result of using a large number of actors, or due to tasks blocked in ray.get() calls (see https://github.com/ray-project/ray/issues/3644 for some discussion of workarounds).",
         "Ray runtime started.",
         "Usage stats collection is enabled. To disable this, add `--disable-usage-stats` to the command that starts the cluster, or run the following command: `ray disable-usage-stats` before starting the cluster.",
+        # ray-project/ray python/ray/exceptions.py: a placement group removed under its tasks at teardown
+        "ray.exceptions.TaskPlacementGroupRemoved: The placement group corresponding to this task has been removed.",
+        "ray.exceptions.ActorPlacementGroupRemoved: The placement group corresponding to this Actor has been removed.",
+        "ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.",
     ],
     "vllm-engine-dead": [
         # vllm-project/vllm's shutdown and progress lines: V0's own SIGTERM of its workers (-15), shm_broadcast's wait warning

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,11 +73,13 @@ def write_log(w: AttemptWatch, lines: list[str]) -> Path:
     return out
 
 
-async def read_while_probing(b: Built, w: AttemptWatch, off_loop: bool) -> tuple[list[Match], list[int]]:
+async def read_while_probing(
+    b: Built, w: AttemptWatch, off_loop: bool
+) -> tuple[list[Match], list[tuple[int, float]]]:
     """Read the attempt's log one line per call, with a probe task beating beside it; returns the matches
-    and how many times the probe ran during each read."""
+    and, for each read, how many times the probe ran during it and how long it took."""
     beats = 0
-    during: list[int] = []
+    during: list[tuple[int, float]] = []
     out: list[Match] = []
 
     async def probe() -> None:
@@ -91,13 +94,13 @@ async def read_while_probing(b: Built, w: AttemptWatch, off_loop: bool) -> tuple
         await anyio.sleep(0.01)
         for line in [*worst_lines(), "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"]:
             write_log(w, [line])
-            before = beats
+            before, t0 = beats, time.perf_counter()
             if off_loop:
                 async with b.monitor._reading:
                     out += await b.monitor._read_off_loop(w)
             else:
                 out += b.monitor.read_files(w)  # what the monitor did before: on the event loop
-            during.append(beats - before)
+            during.append((beats - before, time.perf_counter() - t0))
         tg.cancel_scope.cancel()
     return out, during
 
@@ -108,9 +111,11 @@ def test_the_loop_keeps_beating_while_the_worst_lines_are_read_and_the_failure_i
     b, w = built
     b.heartbeats.register("probe", 600.0)
     matches, during = anyio.run(read_while_probing, b, w, True)
-    # the probe ran while each of the worst lines was being read and matched (the first two take the
-    # longest); on the event loop it could not have (see the next test)
-    assert all(n >= 1 for n in during[:2]), during
+    # the probe ran while each of the worst lines that took long was being read and matched; on the event
+    # loop it could not have (see the next test). A read quicker than the loop's next turn may see no beat
+    # (seen on a loaded machine: [460, 0, 1, ...]), so only the long ones are held to it.
+    slowest = max(during, key=lambda d: d[1])
+    assert all(n >= 1 for n, seconds in during if seconds > 0.25 or (n, seconds) == slowest), during
     assert "slow-but-linear" in w.rules.quarantined
     assert [m.rule for m in matches if not m.followup] == ["cuda-oom"]
     assert b.heartbeats.stale() == []
@@ -119,4 +124,4 @@ def test_the_loop_keeps_beating_while_the_worst_lines_are_read_and_the_failure_i
 def test_reading_on_the_event_loop_would_have_starved_the_probe(built: tuple[Built, AttemptWatch]) -> None:
     b, w = built
     _matches, during = anyio.run(read_while_probing, b, w, False)
-    assert during[0] == 0  # the contrast that makes the test above mean something
+    assert during[0][0] == 0  # the contrast that makes the test above mean something

@@ -670,6 +670,10 @@ ROUND_5: dict[str, list[str]] = {
         "torch.AcceleratorError: CUDA error: out of memory",
         "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
         "RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED",
+        # pytorch/pytorch c10d NCCLUtils (2.1-2.9): an unhandled cuda error whose 'Last error:' is NCCL's out-of-memory WARN text
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3\nncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'out of memory'",
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\nncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nFailed to CUDA calloc 10485760 bytes",
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\nncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 2 'out of memory'",
     ],
     "nccl-error": [
         # pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (2.0-2.9): every ERROR/FATAL line of the

@@ -29,6 +29,7 @@ NEW_RULES = frozenset(
         "import-error",
         "logger-failure",
         "disk-almost-full",
+        "logger-degraded",
     }
 )
 
@@ -1237,6 +1238,107 @@ HARMLESS_5: dict[str, list[str]] = {
 }
 
 
+# Round 6: set 4's missed families read back to their emitters (a line per format string; source and version beside).
+ROUND_6: dict[str, list[str]] = {
+    "ray-startup-failed": [
+        # ray-project/ray python/ray/_private/worker.py init (2.x-2.60): the INFO line before the raise, and 2.4x+'s raise
+        "2026-11-27 10:00:00,000\tINFO worker.py:2002 -- Failed to connect to the default Ray cluster address at 10.0.0.1:6379. This is most likely due to a previous Ray instance that has since crashed. To reset the default address to connect to, run `ray stop` or restart Ray with `ray start`.",
+        "ConnectionError: Failed to connect to Ray cluster at 10.0.0.1:6379",
+        # _private/services.py get_ray_address_from_environment (1.x-2.60), get_node_to_connect_for_driver (2.4x-2.60)
+        "ConnectionError: Found multiple active Ray instances: {'10.0.0.1:6379', '10.0.0.1:6380'}. Please specify the one to connect to by setting the `--address` flag or `RAY_ADDRESS` environment variable.",
+        "RuntimeError: Failed to get node info for possible node ids: ['ab12'] when trying to resolve node to connect to. Error: RpcError('Deadline Exceeded')",
+        "RuntimeError: No node info found matching attributes: '10.0.0.7' when trying to resolve node to connect to.",
+        "RuntimeError: Timed out waiting for node info for node_id=ab12cd.",
+        # _private/node.py (2.4x-2.60) and _private/utils.py get_head_node_infos
+        "2026-11-27 10:00:00,000\tERROR node.py:290 -- Failed to get head node info: RpcError('failed to connect to all addresses')",
+        "Exception: Head node temp_dir not found in NodeInfo, either GCS or head node's raylet may not have started successfully.",
+        "Exception: Head node session dir not found in NodeInfo, either GCS or head node's raylet may not have started successfully.",
+        "Exception: No node info found for head node in GCS. Did the head node or gcs start successfully?",
+        # src/ray/gcs/gcs_client/global_state_accessor.cc (1.x-2.60): a multi-homed node
+        "RuntimeError: This node has an IP address of 10.1.0.7, and Ray expects this IP address to be either the GCS address or one of the Raylet addresses. Connected to GCS at 10.0.0.1 and found raylets at 10.0.0.1 but none of these match this node's IP 10.1.0.7. Are any of these actually a different IP address for the same node?You might need to provide --node-ip-address to specify the IP address that the head should use when sending to this node.",
+        # src/ray/core_worker/core_worker.cc (1.x-2.4x) and core_worker_process.cc (2.4x-2.60), with raylet_client.cc's status
+        "[2026-11-27 10:00:00,000 E 4242 4242] core_worker.cc:202: Failed to register worker 01000000ffffffffffffffffffffffffffffffffffffffffffffffff to Raylet. IOError: [RayletClient] Unable to register worker with raylet. No such file or directory",
+        "(raylet) [2026-11-27 10:00:00,000 E 4242 4242] core_worker_process.cc:514: Failed to register worker to Raylet: IOError: [RayletClient] Unable to register worker with raylet. Failed to read data from the socket: End of file worker_id=01000000ffffffffffffffffffffffffffffffffffffffffffffffff",
+        # src/ray/raylet_client/raylet_client.cc RayletConnection (0.8-1.x): a glog FATAL line
+        "F1127 10:00:00.000000 4242 4242 raylet_client.cc:54] Could not connect to socket /tmp/ray/session_2026-11-27_10-00-00_000000_4242/sockets/raylet",
+        # src/ray/core_worker/core_worker_process.cc (2.x-2.60)
+        "[2026-11-27 10:00:00,000 C 4242 4242] core_worker_process.cc:300: Failed to get the system config from Raylet on time unexpectedly.",
+    ],
+    "logger-failure": [
+        # wandb/wandb sdk/lib/mailbox.py (0.13-0.19): the backend's transport is gone
+        "wandb.sdk.lib.mailbox.MailboxError: transport failed",
+        # sdk/lib/service/service_connection.py (0.21+)
+        "wandb.sdk.lib.service.service_connection.WandbApiFailedError: Failed to execute API request: the service process is not running.",
+        "wandb.sdk.lib.service.service_connection.WandbAttachFailedError: Failed to attach: the service process is not running.",
+    ],
+    "logger-degraded": [
+        # wandb/wandb sdk/internal/internal_api.py Api.execute (0.15-0.2x) / display_gorilla_error_if_found (0.12-0.14)
+        "wandb: ERROR Error while calling W&B API: internal database error (<Response [500]>)",
+        "wandb: ERROR Error while calling W&B API: An internal error occurred. Please contact support. (<Response [502]>)",
+        "wandb: ERROR Error while calling W&B API: context deadline exceeded (<Response [503]>)",
+    ],
+    "nan-loss": [
+        # NVIDIA-NeMo/RL algorithms (grpo.py, sft.py, dpo.py): the step summary, capitalised
+        "  • Loss: nan",
+        "  • Avg Reward: nan",
+        "  - Loss: nan",
+        "Epoch 3 | Train Loss: NaN | Val Loss: 0.31",
+        # an evaluator's summary (JAX/Brax/MuJoCo Playground style): the statistics after the name
+        "  Reward: mean=nan, min=nan, max=nan, std=nan",
+        "eval/episode_reward: mean=nan",
+        # google/jax dispatch.py _check_special (0.4.x; interpreters/xla.py before)
+        "FloatingPointError: invalid value (nan) encountered in jit(train_step). Because jax_config.debug_nans.value and/or config.jax_debug_infs is set, the de-optimized function (i.e., the function as if the `jit` decorator were removed) was called in an attempt to get a more precise error message.",
+        "FloatingPointError: invalid value (inf) encountered in dot_general",
+        # facebookresearch/fairseq optim/dynamic_loss_scaler.py (0.10-0.12)
+        "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the batch size.",
+        # pytorch/pytorch torch/distributions/distribution.py _validate_args (1.8+)
+        "ValueError: Expected parameter loc (Tensor of shape (64, 6)) of distribution Normal(loc: torch.Size([64, 6]), scale: torch.Size([64, 6])) to satisfy the constraint Real(), but found invalid values:",
+        "ValueError: Expected parameter logits (Tensor of shape (32, 4)) of distribution Categorical(logits: torch.Size([32, 4])) to satisfy the constraint IndependentConstraint(Real(), 1), but found invalid values:",
+    ],
+    "hf-cache-not-shared": [
+        # Python's OSError / safetensors safe_open on a path huggingface_hub resolved in a cache this node lacks
+        '[rank14]: FileNotFoundError: No such file or directory: "/tmp/hf/hub/models--stabilityai--stable-diffusion-2/snapshots/1e128c8891e52218b74cde8f26dbfc701cb99d79/vae/diffusion_pytorch_model.safetensors"',
+        "OSError: [Errno 2] No such file or directory: '/scratch/local/hf/hub/models--Qwen--Qwen2.5-7B/snapshots/a09a35458c702b33eeacc393d103063234e8bc28/config.json'",
+        # huggingface/transformers modeling_utils / configuration_utils, utils/hub.py cached_file (4.3x+), huggingface_hub HFValidationError
+        "OSError: /scratch/local/hf/hub/models--Qwen--Qwen2.5-7B/snapshots/a09a35458c702b33eeacc393d103063234e8bc28 does not appear to have a file named config.json. Checkout 'https://huggingface.co//scratch/local/hf/hub/models--Qwen--Qwen2.5-7B/snapshots/a09a35458c702b33eeacc393d103063234e8bc28/tree/None' for available files.",
+        "OSError: Incorrect path_or_model_id: '/scratch/local/hf/hub/models--Qwen--Qwen2.5-7B/snapshots/a09a35458c702b33eeacc393d103063234e8bc28'. Please provide either the path to a local folder or the repo_id of a model on the Hub.",
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': '/scratch/local/hf/hub/models--Qwen--Qwen2.5-7B/snapshots/a09a35458c702b33eeacc393d103063234e8bc28'. Use `repo_type` argument if needed.",
+        "(VllmGenerationWorker pid=4242, ip=10.0.0.8) FileNotFoundError: [Errno 2] No such file or directory: '/local/hf/hub/datasets--openai--gsm8k/snapshots/e53f048856ff4f594e959d75785d2c2d37b678ee/main/test-00000-of-00001.parquet'",
+    ],
+}
+
+# Round 6: the same emitters' healthy lines, retries and near-misses.
+HARMLESS_6: dict[str, list[str]] = {
+    "ray-startup-failed": [
+        "2026-11-27 10:00:00,000\tINFO worker.py:1821 -- Connecting to existing Ray cluster at address: 10.0.0.1:6379...",
+        "2026-11-27 10:00:00,000\tINFO worker.py:1998 -- Connected to Ray cluster. View the dashboard at http://127.0.0.1:8265",
+        "2026-11-27 10:00:00,000\tINFO worker.py:1771 -- Started a local Ray instance.",
+        "socat: E Could not connect to socket /tmp/foo.sock",
+        "[2026-11-27 10:00:00,000 I 4242 4242] core_worker_process.cc:514: Constructing CoreWorkerProcess. pid: 4242",
+    ],
+    "logger-degraded": [
+        "wandb: Network error (ReadTimeout), entering retry loop.",
+        "wandb: Network error (HTTPError), entering retry loop.",
+        "wandb: Syncing run grpo-qwen-7b",
+    ],
+    "nan-loss": [
+        "  • Loss: 0.4321",
+        "  • Avg Reward: 0.5132",
+        "  Reward: mean=3.06, min=1.92, max=10.06, std=1.38",
+        "Loss scale: 65536.0",
+        "/usr/lib/python3/dist-packages/numpy/core/_methods.py:192: RuntimeWarning: invalid value encountered in divide",
+        "ValueError: Expected parameter scale (Tensor of shape (64, 6)) of distribution Normal(loc: torch.Size([64, 6]), scale: torch.Size([64, 6])) to satisfy the constraint GreaterThan(lower_bound=0.0), but found invalid values:",
+        "2026-11-27 10:00:00 | INFO | fairseq.trainer | NOTE: gradient overflow detected, ignoring gradient, setting loss scale to: 64.0",
+    ],
+    "hf-cache-not-shared": [
+        "INFO 11-27 10:00:00 [weight_utils.py:300] Using model weights format ['*.safetensors'] from /tmp/hf/hub/models--Qwen--Qwen2.5-7B/snapshots/a09a35458c702b33eeacc393d103063234e8bc28",
+        "Loading checkpoint shards from /tmp/hf/hub/models--Qwen--Qwen2.5-7B/snapshots/a09a35458c702b33eeacc393d103063234e8bc28/model-00001-of-00004.safetensors",
+        "OSError: [Errno 2] No such file or directory: '/results/grpo/step_100/config.yaml'",
+        "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached files and it looks like Qwen/Qwen2.5-7B is not the path to a directory containing a file named config.json.",
+    ],
+}
+
+
 @pytest.mark.parametrize(
     ("rule", "log"), [(r, log) for r, logs in FROM_FORMAT_STRINGS.items() for log in logs]
 )
@@ -1266,7 +1368,12 @@ def test_round_5s_emitter_wordings_are_recognised(rs: RuleSet, rule: str, log: s
 
 @pytest.mark.parametrize(
     ("rule", "log"),
-    [(r, log) for d in (HARMLESS, HARMLESS_4, HARMLESS_5) for r, logs in d.items() for log in logs],
+    [
+        (r, log)
+        for d in (HARMLESS, HARMLESS_4, HARMLESS_5, HARMLESS_6)
+        for r, logs in d.items()
+        for log in logs
+    ],
 )
 def test_a_harmless_line_near_the_pattern_stays_quiet(rs: RuleSet, rule: str, log: str) -> None:
     got = owner(rs, log)
@@ -1382,3 +1489,32 @@ def test_a_signal_killed_batch_step_at_the_time_limit_stays_the_time_limit(rs: R
 /var/spool/slurmd/job4242/slurm_script: line 40:  2093 Killed                  python train.py"""
     ms = decided(rs, log, "slurm-4242.out")
     assert [m.rule for m in ms] == ["slurm-time-limit"]
+
+
+@pytest.mark.parametrize(("rule", "log"), [(r, log) for r, logs in ROUND_6.items() for log in logs])
+def test_round_6s_emitter_wordings_are_recognised(rs: RuleSet, rule: str, log: str) -> None:
+    assert owner(rs, log) == rule
+
+
+def test_wandbs_retried_server_errors_only_alert_and_its_give_up_supersedes_them(rs: RuleSet) -> None:
+    server_error = ROUND_6["logger-degraded"][0]
+    rule = next(r.rule for r in rs.rules if r.name == "logger-degraded")
+    assert [k for a in rule.actions for k in ("resume", "give_up") if getattr(a, k) is not None] == []
+    assert rule.category == "info"
+    ms = decided(
+        rs, server_error + "\nwandb.errors.errors.CommError: Run initialization has timed out after 90.0 sec."
+    )
+    assert ms[-1].rule == "logger-failure"
+    assert "logger-degraded" in ms[-1].supersedes
+
+
+def test_a_worker_that_cannot_register_during_ray_subs_retry_is_held(rs: RuleSet) -> None:
+    # ray.sub prints Ray's errors into ray-head.log on each failed try: before the driver starts they are held.
+    register = ROUND_6["ray-startup-failed"][11]
+    assert "Failed to register worker" in register
+    assert (
+        decided(
+            rs, register + "\n[WARN] Head node failed 1/3 times, restarting in 5 seconds...", "ray-head.log"
+        )
+        == []
+    )

@@ -20,7 +20,12 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "failure-logs"
 HELD_OUT = Path(__file__).resolve().parents[1] / "data" / "failure-logs-heldout-5"
 # A class two rules serve: the label names the class, either rule owning the incident names it right.
 # disk-almost-full is Ray's warning of a disk past its threshold (an alert, nothing changed); disk-full acts.
-SAME_CLASS = {"container-import-transient": "container-import-failed", "disk-almost-full": "disk-full"}
+# logger-degraded is W&B's server failing while wandb retries (an alert only); logger-failure acts.
+SAME_CLASS = {
+    "container-import-transient": "container-import-failed",
+    "disk-almost-full": "disk-full",
+    "logger-degraded": "logger-failure",
+}
 BENIGN = "benign"
 
 

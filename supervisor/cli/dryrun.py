@@ -18,7 +18,8 @@ from supervisor.redact import MASK, MIN_SECRET_LEN, is_secret_key, redact
 from supervisor.settings import Settings
 from supervisor.slurm.client import SubmitRequest
 from supervisor.slurm.command import as_shell, driver_command
-from supervisor.slurm.submit import build_submit_request
+from supervisor.slurm.launchers.runner import script_path
+from supervisor.slurm.submit import base_log_dir, build_submit_request
 
 
 def dry_run_lines(
@@ -63,11 +64,13 @@ def print_dry_run(settings: Settings, spec: JobSpec, path: Path, environ: Mappin
         daemon_secrets = []
     run_id = new_run_id(spec.name, time.time())  # an example: the real one is drawn at submission
     overrides = AttemptOverrides()
+    run_dir = settings.runs_dir / run_id
+    under_runner = spec.resume.in_place  # as the daemon submits it (daemon/loops.py)
     request = build_submit_request(
         spec,
         run_id=run_id,
         attempt=1,
-        run_dir=settings.runs_dir / run_id,
+        run_dir=run_dir,
         overrides=overrides,
         python_bin_dir=settings.python.parent if settings.python else Path(sys.executable).parent,
         script=settings.launch_script,
@@ -75,9 +78,12 @@ def print_dry_run(settings: Settings, spec: JobSpec, path: Path, environ: Mappin
         secret_env=secret_env,
         secret_names=settings.slack.secret_env_names(),
         secret_values=daemon_secrets,
+        runner_script=script_path(base_log_dir(spec, run_dir), run_id) if under_runner else None,
     )
-    command = as_shell(driver_command(spec, overrides))
+    command = request.env.get("COMMAND") or as_shell(driver_command(spec, overrides))
     print(f"# {path}: dry run, attempt 1; nothing is submitted or queued")
+    if under_runner:
+        print("# the driver runs under Shepherd's job-side runner (resume.in_place; docs/policy.md)")
     print(
         "# the base variables come from the daemon's environment at submission; shown here from this shell's"
     )

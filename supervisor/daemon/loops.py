@@ -421,6 +421,24 @@ class Daemon:
             log.info("save period for the next attempt", run_id=run.id, save_period=period, why=why)
         return replace(overrides, save_period=period)
 
+    def _install_runner(self, spec: JobSpec, run_id: str, run_dir: Path) -> Path | None:
+        """The job-side runner copied into the job's log folder (where its output goes, so the job surely
+        reaches it), or None when it cannot be written there (a full filesystem): the job is then submitted
+        as it would be without restart in place, and fails or runs as it would have."""
+        path = runner.script_path(base_log_dir(spec, run_dir), run_id)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            install_runner(path)
+        except OSError as exc:
+            log.warning(
+                "could not write the job-side runner: submitting without it (no restart in place)",
+                run_id=run_id,
+                path=str(path),
+                error=str(exc),
+            )
+            return None
+        return path
+
     async def submit_attempt(self, run: RunRow) -> AttemptRow | None:
         spec = run.spec
         overrides = AttemptOverrides.from_dict(run.next_attempt)
@@ -435,9 +453,7 @@ class Daemon:
         # What existed at submission: the policy's measure of whether this attempt made progress.
         record = {**overrides.to_dict(), "ckpt_step_at_submit": newest_checkpoint_step(spec)}
         run_dir = self.settings.runs_dir / run.id
-        runner_script = (  # in the job's log folder: where its output goes, so the job surely reaches it
-            runner.script_path(base_log_dir(spec, run_dir), run.id) if spec.resume.in_place else None
-        )
+        runner_script = self._install_runner(spec, run.id, run_dir) if spec.resume.in_place else None
         if runner_script is not None:
             record.update({"runner": True, runner.BY_RUN: True})
         attempt = self.store.begin_attempt(
@@ -476,8 +492,6 @@ class Daemon:
             runner_script=runner_script,
         )
         Path(req.env["BASE_LOG_DIR"]).mkdir(parents=True, exist_ok=True)
-        if runner_script is not None:
-            install_runner(runner_script)
         key = (run.id, attempt.n)
         self.in_flight.add(key)
         self._flown.add(key)

@@ -246,9 +246,10 @@ class ResumeSpec(_Strict):
         description="how long before the time limit the trainer must have saved (at most a quarter of it)",
     )
     in_place: bool = Field(
-        default=False,
+        default=True,
         description="run the driver under Shepherd's job-side runner, so that a resume whose fix needs no "
-        "other allocation restarts inside the running Slurm job (docs/policy.md, 'Restart in place')",
+        "other allocation restarts inside the running Slurm job (docs/policy.md, 'Restart in place'); "
+        "false: every resume goes back through Slurm (scancel, sbatch)",
     )
     in_place_wait_s: int = Field(
         default=600,
@@ -492,11 +493,13 @@ class JobSpec(_Strict):
 
     @model_validator(mode="after")
     def _spares_need_in_place(self) -> JobSpec:
-        """A spare node is used only by a restart in place (without one it would idle for nothing), and only
-        where the launcher leaves a drained node out of Ray's cluster (ours; not NeMo RL's ray.sub)."""
+        """A spare node is used only by a restart in place (the default; without one it would idle for
+        nothing), and only where the launcher leaves a drained node out of Ray's cluster (ours; not NeMo RL's
+        ray.sub)."""
         if self.slurm.spare_nodes and not self.resume.in_place:
             raise ValueError(
-                "slurm.spare_nodes needs resume.in_place: true (a spare is used by a restart in place)"
+                "slurm.spare_nodes needs restart in place, which this spec turns off (resume.in_place: "
+                "false): a spare is used only by a restart in place; drop spare_nodes or in_place: false"
             )
         if self.slurm.spare_nodes and self.launcher.kind == "nemo-rl":
             raise ValueError(

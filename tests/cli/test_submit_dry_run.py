@@ -39,9 +39,24 @@ def test_a_dry_run_prints_the_line_the_environment_and_command_and_queues_nothin
     assert "  HF_TOKEN=***  (secret)" in out
     assert "  SHEPHERD_ATTEMPT=1" in out
     assert "COMMAND: python train.py grpo.max_num_steps=6" in out
+    # As the daemon submits it: under the job-side runner, copied into the run's log folder at submission.
+    assert "# the driver runs under Shepherd's job-side runner" in out
+    assert sbatch.endswith("-runner.sh python train.py grpo.max_num_steps=6"), sbatch
+    assert f" sh {root}/runs/toy-" in sbatch
     for value in ("wandb-value-123456", "plainvalue99", "hf_passedvalue123456"):
         assert value not in out
     assert not (root / "queue").exists() or not any((root / "queue").iterdir())
+
+
+def test_a_dry_run_without_restart_in_place_shows_the_driver_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "job.yaml"
+    spec.write_text(f"name: toy\ncommand: [python, t.py]\nworkdir: {tmp_path}\nresume: {{in_place: false}}\n")
+    assert main(["--root", str(tmp_path / "root"), "submit", "--dry-run", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert next(line for line in out.splitlines() if " sbatch " in line).endswith(" t.py")
+    assert "runner" not in out
 
 
 def test_a_dry_run_of_a_bad_spec_is_refused_like_a_submit(

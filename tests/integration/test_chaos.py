@@ -82,8 +82,10 @@ def sup(tmp_path: Path, slurm_cluster: Any, slack: StandinThread) -> Iterator[Da
 
 
 def write_spec(tmp: Path, name: str, kind: str) -> Path:
+    """Resubmission on purpose: the invariants count each attempt's own sbatch (`shep-<run>-a<n>` once in
+    Slurm); a daemon killed while a runner waits is test_restart_in_place.py's."""
     argv = fake_argv(tmp, name, kind, "--sleep", "1")
-    return specs.write_spec(tmp, name, argv, shared_cache_dir=tmp / "shared-cache")
+    return specs.write_spec(tmp, name, argv, resume="in_place: false", shared_cache_dir=tmp / "shared-cache")
 
 
 def slurm_jobs(env: dict[str, str]) -> list[tuple[str, str, str]]:

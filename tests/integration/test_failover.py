@@ -127,7 +127,12 @@ def test_a_frozen_leader_is_replaced_and_steps_down_when_thawed_without_losing_o
     waiting = []
     for i, name in enumerate(names):
         argv = fake_argv(tmp_path, name, KINDS[i % len(KINDS)], "--sleep", "1")
-        waiting.append(specs.write_spec(tmp_path, name, argv, shared_cache_dir=tmp_path / "shared-cache"))
+        # Resubmission on purpose: what is checked is each attempt's own sbatch, fenced by the lease.
+        waiting.append(
+            specs.write_spec(
+                tmp_path, name, argv, resume="in_place: false", shared_cache_dir=tmp_path / "shared-cache"
+            )
+        )
     leader.start()
     wait_for(lambda: holder(root) == (leader.pid, 1), 60, 0.2, "the first daemon to take the lease")
     standby.start()

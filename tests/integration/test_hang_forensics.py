@@ -65,7 +65,9 @@ def spec(tmp: Path) -> Path:
                 "slurm: {nodes: 1, cpus: 2, mem: 4G, time: '00:20:00'}",
                 f"trainer_log_dir: {logs}",
                 f"checkpoint: {{dir: {ckpt}, metric: 'val:accuracy', higher_is_better: true}}",
-                "resume: {backoff_s: 0, pass_checkpoint: ['--resume-from', '{checkpoint}']}",
+                # Resubmitted, as the name says: stacks, then the cancel (the word that stops a hung driver
+                # under the runner is test_rules_resume.py's stall).
+                "resume: {backoff_s: 0, pass_checkpoint: ['--resume-from', '{checkpoint}'], in_place: false}",
                 f"rules: {{files: [{tmp / 'rules.yaml'}]}}",
             ]
         )

@@ -92,8 +92,12 @@ def test_a_requeued_job_stays_one_attempt_and_its_restart_folder_is_watched(
         )  # the restart wrote its own folder, and that is where the OOM was read
         assert "OutOfMemoryError" in (restart_dir / "ray-driver.log").read_text()
         assert "OutOfMemoryError" not in (restart_dir.parent / f"{job}-logs" / "ray-driver.log").read_text()
-        # The resume made attempt 2 (restart count 0 again: it runs the first branch).
+        # The resume made attempt 2, restarted in place by the requeued job's runner (the folder its second
+        # start claimed, <run>-a1-1-runner): the same job, no sbatch.
         wait_for(lambda: len(sup.status(run).get("attempt_list", [])) >= 2, 60, 0.5, "attempt 2")
+        second = sup.status(run)["attempt_list"][1]
+        assert second["job_id"] == job and second["tag"].startswith("inplace:1:"), second
+        assert (sup.root / "runs" / run / "logs" / f"{run}-a1-1-runner" / "word-1").exists()
     finally:
         sup.cli("cancel", run, check=False)
 

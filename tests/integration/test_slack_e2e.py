@@ -222,7 +222,8 @@ def test_messages_queued_while_slack_is_down_arrive_afterwards_in_order_once(
     sup: DaemonProcess, slack: StandinThread, tmp_path: Path
 ) -> None:
     name = "e2e-outage"
-    path, _ = spec(tmp_path, name, fake(tmp_path, name, "cuda-oom", "--sleep", "2"))
+    # Resubmitted, not restarted in place: the story told is the resubmission's (resume-scheduled, submitted).
+    path, _ = spec(tmp_path, name, fake(tmp_path, name, "cuda-oom", "--sleep", "2"), resume="in_place: false")
     run = sup.submit(path)
     ts = thread_ts(sup, run)  # the opener went through: Slack is up
 

@@ -60,7 +60,7 @@ def test_the_resubmitted_job_saves_at_a_tuned_period_that_keeps_every_kept_step(
         f"workdir: {tmp_path}\n"
         "slurm: {cpus: 1, time: '00:10:00'}\n"
         f"checkpoint: {{dir: {ck}, tune_interval: true}}\n"
-        "resume: {backoff_s: 0}\n"
+        "resume: {backoff_s: 0, in_place: false}\n"  # a restart in place keeps the period: resubmitted
     )
     run = sup.submit(spec)
     done = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=120)

@@ -214,12 +214,10 @@ def test_a_node_count_the_user_gave_the_trainer_wins() -> None:
 
 
 def test_spare_nodes_without_restart_in_place_or_under_nemo_rls_ray_sub_are_refused() -> None:
-    with pytest.raises(ValueError, match=r"spare_nodes needs resume\.in_place"):
-        JobSpec.model_validate({"name": "o", "command": ["x"], "slurm": {"spare_nodes": 1}})
-    nemo = {
-        **NEMO,
-        "slurm": {**NEMO["slurm"], "spare_nodes": 1},
-        "resume": {**NEMO["resume"], "in_place": True},
-    }
+    off = {"name": "o", "command": ["x"], "slurm": {"spare_nodes": 1}, "resume": {"in_place": False}}
+    with pytest.raises(ValueError, match=r"spare_nodes needs restart in place, which this spec turns off"):
+        JobSpec.model_validate(off)
+    assert JobSpec.model_validate({**off, "resume": {}}).resume.in_place  # the default: spares just work
+    nemo = {**NEMO, "slurm": {**NEMO["slurm"], "spare_nodes": 1}}
     with pytest.raises(ValueError, match="starts Ray again on a drained node"):
         JobSpec.model_validate(nemo)

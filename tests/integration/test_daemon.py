@@ -1,4 +1,8 @@
-"""The daemon end to end on the real dev Slurm cluster: submit, track, fail, crash, controller outage."""
+"""The daemon end to end on the real dev Slurm cluster: submit, track, fail, crash, controller outage.
+
+Only the hello-ray test starts Ray (our launcher, a spec's default); the others are about Slurm's side of a
+job, so their jobs run under tests/support/plain.sub (ray.sub's log layout, no Ray): a Ray head costs ~10 s of
+CPU, and one cannot start in a job whose memory limit is the test's subject."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from tests.support.daemon import REPO, DaemonProcess, wait_for
 
 pytestmark = pytest.mark.slurm
 NOT_ENDED = (None, "PENDING", "CONFIGURING", "RUNNING", "COMPLETING")
+PLAIN = REPO / "tests" / "support" / "plain.sub"
 
 
 def write_spec(path: Path, name: str, command: str, **slurm: Any) -> Path:
@@ -38,12 +43,20 @@ def squeue_names(env: dict[str, str]) -> list[str]:
 
 @pytest.fixture
 def daemon(tmp_path: Path, slurm_cluster: Any) -> Any:
-    d = DaemonProcess(tmp_path / "root", env=slurm_cluster.env)
+    d = DaemonProcess(tmp_path / "root", env={**slurm_cluster.env, "SHEPHERD_LAUNCH_SCRIPT": str(PLAIN)})
     yield d
     d.stop()
 
 
-def test_hello_ray_spec_runs_as_a_ray_job_and_is_tracked_to_completion(daemon: DaemonProcess) -> None:
+@pytest.fixture
+def ray_daemon(tmp_path: Path, slurm_cluster: Any) -> Any:
+    d = DaemonProcess(tmp_path / "root", env=slurm_cluster.env)  # our launcher: Ray, as a spec gets it
+    yield d
+    d.stop()
+
+
+def test_hello_ray_spec_runs_as_a_ray_job_and_is_tracked_to_completion(ray_daemon: DaemonProcess) -> None:
+    daemon = ray_daemon
     daemon.start()
     run = daemon.submit(REPO / "examples" / "hello-ray.yaml")
     final = daemon.wait_state(run, {"COMPLETED", "FAILED"}, timeout=180)

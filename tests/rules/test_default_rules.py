@@ -105,7 +105,7 @@ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.""",
         "(VllmGenerationWorker pid=9, ip=10.0.0.5) ERROR 11-21 10:00:01 [async_llm.py:420] "
         "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the "
         "root cause.",
-        "ERROR 11-21 10:00:01 [core_client.py:564] Engine core proc EngineCore_0 died unexpectedly, shutting down client.",
+        "(EngineCore_DP0 pid=4242) ERROR 11-21 10:00:01 [core.py:700] EngineCore encountered a fatal error.",
     ],
     "cuda-hardware-error": [
         "[rank2]:[E ProcessGroupNCCL.cpp:1025] [Rank 2] NCCL watchdog thread terminated with exception: CUDA error: "

@@ -30,6 +30,7 @@ NEW_RULES = frozenset(
         "logger-failure",
         "disk-almost-full",
         "logger-degraded",
+        "ray-dashboard-failed",
     }
 )
 
@@ -907,7 +908,6 @@ ROUND_5: dict[str, list[str]] = {
         # vllm-project/vllm V1 v1/engine/exceptions.py, core_client.py, core.py, utils.py, executor/multiproc_executor.py (0.8-0.11);
         # V0 engine/async_llm_engine.py, engine/multiprocessing, executor/multiproc_worker_utils.py (0.4-0.7)
         "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
-        "ERROR 11-27 10:00:00 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
         "(VllmGenerationWorker pid=4242, ip=10.0.0.7) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}",
         "ERROR 11-27 10:00:00 [core.py:700] EngineCore failed to start.",
         "ERROR 11-27 10:00:00 [core.py:660] EngineCore encountered a fatal error.",
@@ -1339,6 +1339,85 @@ HARMLESS_6: dict[str, list[str]] = {
 }
 
 
+# Round 7: set 5's missed families read back to their emitters, one line per format string.
+ROUND_7: dict[str, list[str]] = {
+    "ray-actor-died": [
+        # ray-project/ray src/ray/core_worker/actor_manager.cc HandleActorStateNotification: 1.5-1.13, then 2.x
+        "[2026-11-27 10:00:00,000 I 4242 4300] actor_manager.cc:139: received notification on actor, state: DEAD, actor_id: 02ecd2a49ac152b84475258801000000, ip address: 10.0.0.7, port: 33259, worker_id: cd5c2d84, raylet_id: dc116a1d, num_restarts: 0, has creation_task_exception=1",
+        "[2026-11-27 10:00:00,000 I 4242 4300] actor_manager.cc:236: received notification on actor, state: DEAD, actor_id: 02ecd2a49ac152b84475258801000000, ip address: 10.0.0.7, port: 33259, worker_id: cd5c2d84, raylet_id: dc116a1d, num_restarts: 0, death context type=CreationTaskFailureContext",
+        # the 1.x branch for a creation task that raised
+        "[2026-11-27 10:00:00,000 I 4242 4300] actor_manager.cc:153: Creation task formatted exception: ray::PolicyWorker.__init__() (pid=4411, ip=10.0.0.7), actor_id: a215065e61249c8984033ff701000000",
+        # src/ray/gcs/gcs_server/gcs_actor_manager.cc ReconstructActor (2.x)
+        "[2026-11-27 10:00:00,000 I 4242 4242] gcs_actor_manager.cc:1180: Actor is failed on worker 3ad1 at node 9f2e, need_reschedule = 1, death context type = CreationTaskFailureContext, remaining_restarts = 0, num_restarts = 0 actor_id=ab12 job_id=01000000",
+        # python/ray/exceptions.py RayActorError (2.10-2.60) and the exceptions' reprs
+        "ray.exceptions.RayActorError: The actor experienced an error before finishing this task.",
+        "results: [ActorDiedError('The actor died unexpectedly before finishing this task.'), None]",
+        "ERROR controller.py:120 -- rollout worker 3 failed: RayActorError()",
+    ],
+    "logger-degraded": [
+        # wandb/wandb sdk/internal/internal_api.py Api.execute (0.10-0.2x): its logger line before the termerror
+        "500 response executing GraphQL.",
+        "2026-11-27 10:00:00,000 ERROR   SenderThread:4242 [internal_api.py:execute():373] 502 response executing GraphQL.",
+    ],
+    "nan-loss": [
+        # pytorch/pytorch torch/distributions/distribution.py _validate_args: the refused value, printed by _tensor_str.py
+        "tensor([[nan, nan, nan,  ..., nan, nan, nan],",
+        "tensor([nan, nan, nan, nan], device='cuda:0', grad_fn=<SoftmaxBackward0>)",
+    ],
+    "hf-cache-not-shared": [
+        # huggingface/datasets' cache read through Apache Arrow io/file.cc (pyarrow 1.0+) and Python's open()
+        "FileNotFoundError: [Errno 2] Failed to open local file '/home/u/.cache/huggingface/datasets/json/default-3d2c7fccd95317e1/0.0.0/e347ab1c932092252e717ff3f949105a4dd28b27e842dd53157d2f72e276c2e4/cache-66a5cd42fef01eaa_00003_of_00032.arrow'. Detail: [errno 2] No such file or directory",
+        "[rank3]: FileNotFoundError: [Errno 2] No such file or directory: '/scratch/local/hf/datasets/openai___gsm8k/main/0.0.0/e53f048856ff4f594e959d75785d2c2d37b678ee/gsm8k-train.arrow'",
+    ],
+    "ray-dashboard-failed": [
+        # ray-project/ray python/ray/_private/services.py start_api_server: 2.x, 1.x
+        "2026-11-27 10:00:00,000\tERROR services.py:1329 -- Failed to start the dashboard , return code 1",
+        "2020-08-22 19:10:56,397\tWARNING services.py:1080 -- Failed to start the dashboard. The dashboard requires Python 3 as well as 'pip install aiohttp psutil setproctitle grpcio'.",
+    ],
+    "cuda-hardware-error": [
+        # NVIDIA's Xid catalogue: the application-side Xids stay here; 45 counts when the driver names its cause
+        "[Thu Nov 27 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=python, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address",
+        "[Thu Nov 27 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 31, pid=4242, name=python, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f12_34560000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ",
+        "[Thu Nov 27 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 43, pid=4242, name=python, Ch 00000008",
+        "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 79",
+    ],
+}
+
+# Round 7: the same emitters' healthy lines and the lines that only look fatal.
+HARMLESS_7: dict[str, list[str]] = {
+    "ray-actor-died": [
+        # an actor out of scope or ray.kill'ed at a healthy shutdown, and 1.x's notice for every dead actor
+        "[2026-11-27 10:00:00,000 I 4242 4300] actor_manager.cc:236: received notification on actor, state: DEAD, actor_id: 02ec, ip address: 10.0.0.7, port: 33259, worker_id: cd5c, raylet_id: dc11, num_restarts: 0, death context type=ActorDiedErrorContext",
+        "[2021-09-14 10:11:21,948 I 2122527 2122927] actor_manager.cc:139: received notification on actor, state: DEAD, actor_id: 02ec, ip address: 10.0.0.7, port: 33259, worker_id: cd5c, raylet_id: dc11, num_restarts: 0, has creation_task_exception=0",
+        "[2026-11-27 10:00:00,000 I 4242 4300] actor_manager.cc:236: received notification on actor, state: ALIVE, actor_id: 02ec, ip address: 10.0.0.7, port: 33259, worker_id: cd5c, raylet_id: dc11, num_restarts: 1, death context type=CONTEXT_NOT_SET",
+        "[2021-09-14 10:11:21,948 I 2122527 2122927] direct_actor_transport.cc:209: Failing pending tasks for actor a215065e61249c8984033ff701000000 because the actor is already dead.",
+        "    except (ray.exceptions.ActorUnavailableError, TimeoutError):",
+    ],
+    "logger-degraded": [
+        "429 response executing GraphQL.",
+        "wandb: Network error (HTTPError), entering retry loop.",
+    ],
+    "nan-loss": [
+        "tensor([0.1000, 0.2000, nan, 0.4000])",
+        "tensor([[0.2500, 0.2500, 0.2500, 0.2500]], device='cuda:0')",
+        "ValueError: Expected parameter probs (Tensor of shape (20, 100)) of distribution Categorical(probs: torch.Size([20, 100])) to satisfy the constraint Simplex(), but found invalid values:",
+    ],
+    "hf-cache-not-shared": [
+        "Loading cached processed dataset at /home/u/.cache/huggingface/datasets/json/default-3d2c7fccd95317e1/0.0.0/e347ab1c932092252e717ff3f949105a4dd28b27e842dd53157d2f72e276c2e4/cache-66a5cd42fef01eaa.arrow",
+        "FileNotFoundError: [Errno 2] No such file or directory: '/data/train.arrow'",
+    ],
+    "vllm-engine-dead": [
+        # vllm-project/vllm v1/engine/core_client.py's monitor (0.10 until vllm#36270) on a healthy program's exit
+        "ERROR 11-27 10:00:00 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
+    ],
+    "cuda-hardware-error": [
+        # a process killed with GPU work in flight (a time limit, an OOM kill, Ctrl-C): older and newer driver formats
+        "[Thu Nov 27 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 45, pid=4242, name=python, Ch 00000010",
+        "NVRM: Xid (PCI:0000:83:00): 45, Ch 0000001c",
+    ],
+}
+
+
 @pytest.mark.parametrize(
     ("rule", "log"), [(r, log) for r, logs in FROM_FORMAT_STRINGS.items() for log in logs]
 )
@@ -1370,7 +1449,7 @@ def test_round_5s_emitter_wordings_are_recognised(rs: RuleSet, rule: str, log: s
     ("rule", "log"),
     [
         (r, log)
-        for d in (HARMLESS, HARMLESS_4, HARMLESS_5, HARMLESS_6)
+        for d in (HARMLESS, HARMLESS_4, HARMLESS_5, HARMLESS_6, HARMLESS_7)
         for r, logs in d.items()
         for log in logs
     ],
@@ -1518,3 +1597,27 @@ def test_a_worker_that_cannot_register_during_ray_subs_retry_is_held(rs: RuleSet
         )
         == []
     )
+
+
+@pytest.mark.parametrize(("rule", "log"), [(r, log) for r, logs in ROUND_7.items() for log in logs])
+def test_round_7s_emitter_wordings_are_recognised(rs: RuleSet, rule: str, log: str) -> None:
+    assert owner(rs, log) == rule
+
+
+def test_a_dashboard_that_did_not_start_only_alerts(rs: RuleSet) -> None:
+    # Ray logs it at ERROR and goes on without the dashboard: a healthy start is never cancelled for it.
+    rule = next(r.rule for r in rs.rules if r.name == "ray-dashboard-failed")
+    assert [k for a in rule.actions for k in ("resume", "give_up") if getattr(a, k) is not None] == []
+    assert rule.category == "info"
+    log = (
+        ROUND_7["ray-dashboard-failed"][0]
+        + "\n2026-11-27 10:00:01,000\tINFO worker.py:1771 -- Started a local Ray instance."
+    )
+    assert [m.rule for m in decided(rs, log)] == ["ray-dashboard-failed"]
+
+
+def test_an_engine_core_that_really_died_is_named_by_the_clients_next_call(rs: RuleSet) -> None:
+    monitor = HARMLESS_7["vllm-engine-dead"][0]
+    dead = "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause."
+    assert decided(rs, monitor) == []
+    assert owner(rs, monitor + "\n" + dead) == "vllm-engine-dead"

@@ -25,6 +25,7 @@ SAME_CLASS = {
     "container-import-transient": "container-import-failed",
     "disk-almost-full": "disk-full",
     "logger-degraded": "logger-failure",
+    "ray-dashboard-failed": "ray-startup-failed",
 }
 BENIGN = "benign"
 

@@ -49,7 +49,8 @@ def test_tensorboard_only_scalars_feed_metric_rules_across_a_resume(
     file is read, its NaN reward fires the default nan-loss rule (a rollback to the step before), the same
     divergence in the rolled-back attempt gives up, and `status` shows the newest scalars."""
     logs = tmp_path / "nrl-tb" / "logs"
-    argv = (f"logger.log_dir={logs}", "--fail-at", "25", "--steps", "30", "--nan-at", "28")
+    # --no-summary: the driver prints no per-step results, so only the TensorBoard scalar can name the NaN
+    argv = (f"logger.log_dir={logs}", "--fail-at", "25", "--steps", "30", "--nan-at", "28", "--no-summary")
     path, _ = spec(tmp_path, "nrl-tb", *argv, trainer_log_dir=logs)
     run = sup.submit(path)
     final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=180)

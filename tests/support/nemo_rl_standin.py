@@ -270,6 +270,9 @@ def main() -> int:
     ap.add_argument("--record")
     ap.add_argument("--nan-at", type=int, default=0, help="train/reward is NaN at this step")
     ap.add_argument("--step-seconds", type=float, default=0.0)
+    ap.add_argument(
+        "--no-summary", action="store_true", help="no per-step results printed: only TensorBoard has them"
+    )
     ap.add_argument("--deadline-scale", type=float, default=1.0)
     ap.add_argument("--resumed-gain", type=float, default=0.0, help="val:accuracy added after attempt 1")
     ap.add_argument("--ray", action="store_true", help="join the Ray cluster first (under ray.sub)")
@@ -339,11 +342,12 @@ def main() -> int:
                 **({"val_reward": accuracy} if validated else {}),
             }  # fmt: skip
             ckpt.save(step, info)
-        print("\n📊 Training Results:", flush=True)
-        print(f"  • Loss: {loss:.4f}", flush=True)
-        print("  • Generation KL Error: 0.0010", flush=True)
-        print(f"  • Avg Reward: {reward:.4f}", flush=True)
-        print("  • Mean Generation Length: 12.0000", flush=True)
+        if not args.no_summary:
+            print("\n📊 Training Results:", flush=True)
+            print(f"  • Loss: {loss:.4f}", flush=True)
+            print("  • Generation KL Error: 0.0010", flush=True)
+            print(f"  • Avg Reward: {reward:.4f}", flush=True)
+            print("  • Mean Generation Length: 12.0000", flush=True)
         step_time = time.monotonic() - t0
         print("\n⏱️  Timing:", flush=True)
         print(f"  • Total step time: {step_time:.2f}s", flush=True)

@@ -4,7 +4,7 @@ rollout worker never returns). The learnt bound declares the hang (the validatio
 the stacks are taken from the job's node before the cancel and show the hanging function, and the run resumes
 from its checkpoint and completes.
 
-The rule is the shipped one with a floor and history small enough for a test (5 s, 3 samples); the
+The rule is the shipped one with a floor and history small enough for a test (8 s, 3 samples); the
 benchmark (bench/hang_detection.py) covers the shipped values.
 """
 
@@ -32,7 +32,7 @@ rules:
       kind: stalled
       for: 4m
       keys: [step, rollouts, status, checkpoint, validation]
-      learn: {k: 3, floor: 5s, min_samples: 3}
+      learn: {k: 4, floor: 8s, min_samples: 3}
     actions:
       - resume: {from: latest}
       - alert: {level: warning, message: "{run}: stalled"}

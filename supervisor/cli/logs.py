@@ -26,7 +26,7 @@ from supervisor.cli.common import (
 from supervisor.domain.jobstate import JobState, describe_exit
 from supervisor.domain.runs import AttemptRow, RunRow
 from supervisor.settings import Settings
-from supervisor.slurm.launchers import layout
+from supervisor.slurm.launchers import layout, runner
 from supervisor.slurm.submit import base_log_dir
 from supervisor.store import Store
 
@@ -103,13 +103,10 @@ def marker(a: AttemptRow) -> str:
     return f"==> {', '.join(bits)} <=="
 
 
-RUNNER_START_RE = re.compile(rb"(?m)^shepherd-runner \[[^]]*\]: driver run (\d+) starting")
-
-
 def driver_run_lines(data: bytes, run: int) -> bytes:
     """The lines of driver run `run` in a driver log the job's runner wrote several runs into: from its
     `driver run K starting` line up to the next run's (the runner's own lines about run K included)."""
-    found = list(RUNNER_START_RE.finditer(data))
+    found = list(runner.RUN_STARTING_RE.finditer(data))
     starts, numbers = [m.start() for m in found], [int(m.group(1)) for m in found]
     if run not in numbers:
         return data if run == 1 and not numbers else b""

@@ -168,6 +168,9 @@ class AttemptWatch:
     runner_key: str = ""  # what the runner's folders are named after (runner.runner_key)
     driver_exit_seen: float | None = None  # when the runner's report of the driver's exit was first read
     answered: bool = False  # the runner has its word for this driver run (or a decision gives it)
+    # The runner said the job's next driver run starts (a restart in place): the lines from here on in the
+    # driver log they share are the next attempt's, so this one reads nothing more and is dropped at once.
+    superseded: bool = False
 
     @property
     def key(self) -> tuple[str, int]:
@@ -455,14 +458,16 @@ class Monitor:
             if key not in open_keys:
                 if w.ended_at is None:
                     w.ended_at = now
-                elif now - w.ended_at > DRAIN_AFTER_END_S:
+                if w.superseded or now - w.ended_at > DRAIN_AFTER_END_S:
                     due.append(w)
         return due
 
     async def drain(self, w: AttemptWatch) -> None:
-        """The last read of an ended attempt's files (an unfinished last line too), then stop watching."""
-        async with self._reading:
-            await self._read_off_loop(w, flush=True)
+        """The last read of an ended attempt's files (an unfinished last line too), then stop watching; one
+        whose driver run the runner followed with the next reads nothing more (the rest is the next's)."""
+        if not w.superseded:
+            async with self._reading:
+                await self._read_off_loop(w, flush=True)
         self.persist_cursors(w)
         self._drop(w)
 
@@ -514,6 +519,10 @@ class Monitor:
             out += scan_lines(w.rules, w.state, texts, name, batch.first_line, now, prefixes=batch.prefixes)
             if name == layout.DRIVER_LOG:
                 out += self._driver_log(w, batch.texts, now)
+                if w.driver_run is not None and any(
+                    (k := runner.run_starting(t)) is not None and k > w.driver_run for t in batch.texts
+                ):
+                    w.superseded = True
             for text in batch.texts:
                 if "wandb" in text and (url := wandb_run_url(text)):
                     w.wandb_url = url
@@ -874,7 +883,7 @@ class Monitor:
             by_watch.setdefault(key, set()).add(p)
         for key, changed in by_watch.items():
             w = self.watches.get(key)
-            if w is None:
+            if w is None or w.superseded:
                 continue
             async with self._reading:
                 trainer = {
@@ -950,6 +959,8 @@ class Monitor:
             await self.drain(ended)
         now = self.clock()
         for w in list(self.watches.values()):
+            if w.superseded:
+                continue  # dropped at the next sync; its files' new lines are the next attempt's
             async with self._reading:
                 unread, w.unread = w.unread, set()
                 matches = await self._read_off_loop(w, unread) if unread else []

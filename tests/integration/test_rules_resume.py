@@ -89,12 +89,9 @@ def test_a_harmless_log_fires_nothing(sup: DaemonProcess, tmp_path: Path) -> Non
 
 
 def test_a_budget_of_two_stops_the_third_resume(sup: DaemonProcess, tmp_path: Path) -> None:
-    # Resubmitted: in place, a driver that fails again within DRAIN_AFTER_END_S (15 s) of its restart has its
-    # lines read by the previous attempt's draining watch (one cursor per file), so the failure goes
-    # unrecognised (docs/policy.md, "Restart in place", known limit); the budget is the subject here.
-    run = sup.submit(
-        spec(tmp_path, "r-budget", "nccl", "--always", resume="max_attempts: 3, in_place: false")
-    )
+    # In place (the default): each driver run fails within a second of its start, in the one driver log the
+    # job's runs share; the runner's `driver run K starting` line hands what follows to attempt K.
+    run = sup.submit(spec(tmp_path, "r-budget", "nccl", "--always", resume="max_attempts: 3"))
     final = sup.wait_state(run, {"COMPLETED", "FAILED", "GAVE_UP"}, timeout=180)
     assert final["state"] == "GAVE_UP", sup.status(run)
     assert final["attempts"] == 3

@@ -3,6 +3,7 @@ files live and what they say, as pure functions, so a restart in place is data t
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,18 @@ DEFAULT_WAIT_S = 600  # the runner's bound on Shepherd's silence (SHEPHERD_RUNNE
 ENV_DIR = "SHEPHERD_RUNNER_DIR"
 ENV_WAIT = "SHEPHERD_RUNNER_WAIT_S"
 ENV_POLL = "SHEPHERD_RUNNER_POLL_S"
+# runner.sh's `say` line before each driver run, in the job's driver log: `shepherd-runner [<date>]: driver
+# run K starting ...` (the boundary between two driver runs of one job in the one log file they share).
+RUN_STARTING_RE = re.compile(rb"(?m)^shepherd-runner \[[^]]*\]: driver run (\d+) starting")
+_RUN_STARTING = re.compile(RUN_STARTING_RE.pattern.decode())
+
+
+def run_starting(line: str) -> int | None:
+    """K when `line` is the runner's `driver run K starting` line, else None."""
+    m = _RUN_STARTING.match(line) if line.startswith("shepherd-runner [") else None
+    return int(m.group(1)) if m else None
+
+
 Word = Literal["run", "end"]
 
 

@@ -11,6 +11,7 @@ environment too, so tests, `sbatch` on PATH and the daemon drive it exactly like
 
 from __future__ import annotations
 
+import getpass
 import os
 import shlex
 import shutil
@@ -167,6 +168,19 @@ PRIVATE_2NODE_ENV = workers.private_cluster_env(
     first_job_id=5000,
     net_id=workers.base(SLURM_VERSION)["net_id"] + 5,
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_job_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test's Slurm jobs end with it. The daemon is stopped at a test's end, and a job whose driver already
+    exited waits up to resume.in_place_wait_s (600 s) for its word from Shepherd (restart in place is the
+    default): left running, it held the worker's one node (ray.sub's --exclusive) while the next tests' jobs
+    stayed pending. Each worker has a cluster of its own and runs one test at a time, so every job on it is
+    this test's."""
+    yield
+    if "slurm_cluster" in request.fixturenames:
+        cluster: SlurmCluster = request.getfixturevalue("slurm_cluster")
+        cluster.run("scancel", "--user", getpass.getuser(), check=False)
 
 
 @pytest.fixture(scope="session")

@@ -75,6 +75,7 @@ def nemo_spec(
     *lines: str,
     env: dict[str, str] | None = None,
     extra_args: tuple[str, ...] = (),
+    in_place: bool = True,
 ) -> Path:
     """A spec with launcher nemo-rl, written the way docs/nemo-rl.md shows it."""
     env = {
@@ -96,7 +97,8 @@ def nemo_spec(
             f"container: {{image: nvcr.io/nvidia/nemo-rl:v0.6.0, mounts: ['{tmp}:{tmp}']}}",
             f"env: {json.dumps(env)}",
             f"checkpoint: {{dir: {ck}, metric: 'val:accuracy'}}",
-            "resume: {backoff_s: 0, checkpoint_dir_arg: ['checkpointing.checkpoint_dir={checkpoint_dir}']}",
+            "resume: {backoff_s: 0, checkpoint_dir_arg: ['checkpointing.checkpoint_dir={checkpoint_dir}']"
+            + ("}" if in_place else ", in_place: false}"),
             *lines,
         ]
     )
@@ -279,7 +281,11 @@ def test_a_requeued_job_is_followed_into_its_restart_folder(
     the progress comes from the restarted driver (the first run is requeued long before its last step, 20)."""
     logs = tmp_path / "requeued" / "slurm-logs"
     command = driver(tmp_path, "requeued", "--steps", "20", "--step-seconds", "1")
-    path = nemo_spec(tmp_path, "requeued", script, command, f"log_dir: {logs}", extra_args=("--requeue",))
+    # in_place: false: under the runner, v0.6.0's requeued job never reached its end here (docs/policy.md,
+    # "Known defects"); what this test proves is the requeue's log folder.
+    path = nemo_spec(
+        tmp_path, "requeued", script, command, f"log_dir: {logs}", extra_args=("--requeue",), in_place=False
+    )
     run = sup.submit(path)
 
     def step() -> int:

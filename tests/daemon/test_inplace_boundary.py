@@ -13,18 +13,11 @@ from supervisor.daemon.compose import build
 from supervisor.daemon.monitor import Monitor
 from supervisor.settings import Settings
 from supervisor.slurm.launchers import layout, runner
+from tests.support.failures import Clock  # a clock the test sets
 
 RUN = "toy-20260101-000000-abcd"
 JOB = "4242"
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity"
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def say(log: Path, text: str) -> None:

@@ -13,16 +13,9 @@ from supervisor.daemon.compose import build
 from supervisor.daemon.monitor import RUNNER_SETTLE_S, Monitor
 from supervisor.settings import Settings
 from supervisor.slurm.launchers import runner
+from tests.support.failures import Clock  # a clock the test sets
 
 RUN = "toy-20260101-000000-abcd"
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def setup(tmp_path: Path, code: int) -> tuple[Any, Monitor, Any, Path, Clock]:

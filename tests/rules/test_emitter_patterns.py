@@ -1437,6 +1437,17 @@ ROUND_8: dict[str, list[str]] = {
         "GPU had an uncontained error (XID 95)",
         "Pending page retirements together with a DBE were detected on GPU 1.",
     ],
+    "host-oom": [
+        # ray-project/ray node_manager.cc of the alpha memory monitor (2.0-2.1)
+        "(raylet) [2026-11-27 10:00:00,000 E 134 134] (raylet) node_manager.cc:2966: System memory low at node with IP 10.0.0.4. Used memory (120.12GB) / total capacity (125.00GB) (0.960960) exceeds threshold 0.950000, killing latest task with name rollout() and task ID c2668a65bda616c1ffffffffffffffffffffffff01000000 to avoid running out of memory.",
+        # the late 2.x raylet (the installed 2.60's binary)
+        "(raylet) Memory on the node (IP: 10.0.0.4, ID: 5e1f09aa) was 118.40GB used / 121.63GB limit (0.973453)",
+        "(raylet) Ray killed 2 worker(s) based on the killing policy",
+        # torvalds/linux mm/memcontrol.c before 4.19 (cgroup v1), RHEL 6's oom_kill.c, slurmstepd's mgr.c (verbose)
+        "[14808.063986] Task in /slurm/uid_1000/job_4242/step_0/task_0 killed as a result of limit of /slurm/uid_1000/job_4242",
+        "Nov 27 10:00:00 node7 kernel: Killed process 215701, UID 1000, (python) total-vm:110173000kB, anon-rss:71524320kB, file-rss:1232kB",
+        "slurmstepd: task 0 (4242) Out Of Memory (OOM)",
+    ],
 }
 
 # Round 8: the same emitters' healthy and retried lines.
@@ -1446,6 +1457,10 @@ HARMLESS_8: dict[str, list[str]] = {
         "NVRM: GPU0 _kgspIsHeartbeatTimedOut: Heartbeat not timed out, currentTimeMs 812751949 heartbeat 1899482 heartbeatWithOffsetMs 812751000 diff 949 timeout 5200",
         "NVRM: GPU0 kgmmuCheckMemSubsysError_IMPL: Memory Subsystem Error detection disabled.",
         "Error: Detected XID 45 for GPU 0",
+    ],
+    "host-oom": [
+        # the raylet choosing an idle worker to kill (no task lost) and the memory-monitor start-up line
+        "Event memory monitor successfully initialized with memory events path: /sys/fs/cgroup/memory.events",
     ],
 }
 

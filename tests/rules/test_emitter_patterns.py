@@ -1462,6 +1462,13 @@ ROUND_8: dict[str, list[str]] = {
         "(EngineCore_DP0 pid=4300) ERROR 11-27 10:00:00 [multiproc_executor.py:316] Worker proc VllmWorker-3 died unexpectedly (exit code: -9), shutting down executor.",
         "(EngineCore pid=4300) ERROR 11-27 10:00:00 [multiproc_executor.py:316] Worker proc VllmWorker-0 died unexpectedly (exit code: None), shutting down executor.",
     ],
+    "ray-startup-failed": [
+        # ray-project/ray global_state_accessor.cc GetNodeToConnectForDriver's give-up (2.x), and 0.6-1.x's
+        "RuntimeError: GCS has started but no raylets have registered yet.",
+        "Exception: Redis has started but no raylets have registered yet.",
+        # 1.x services.py's multi-homed refusal
+        "RuntimeError: This node has an IP address of 10.0.0.7, and Ray expects this IP address to be either the Redis address or one of the Raylet addresses. Connected to Redis at 10.0.0.4 and found raylets at 10.0.0.4",
+    ],
 }
 
 # Round 8: the same emitters' healthy and retried lines.
@@ -1480,6 +1487,11 @@ HARMLESS_8: dict[str, list[str]] = {
         # V0's done-callback for a cancelled loop (a clean exit), and V1's shutdown paths
         "INFO 11-27 10:00:00 async_llm_engine.py:64] Engine is gracefully shutting down.",
         "(Worker_TP0 pid=4400) DEBUG 11-27 10:00:00 [multiproc_executor.py:960] [shutdown] WorkerProc: exiting after shutdown request",
+    ],
+    "ray-startup-failed": [
+        # the driver's per-try WARNING (global_state_accessor.cc, 1.x services.py), printed before its raylet registers
+        "[2026-11-27 10:00:00,000 W 3123 3123] global_state_accessor.cc:389: Some processes that the driver needs to connect to have not registered with GCS, so retrying. Have you run 'ray start' on this node?",
+        "2020-11-18 09:23:32,669\tWARNING services.py:202 -- Some processes that the driver needs to connect to have not registered with Redis, so retrying. Have you run 'ray start' on this node?",
     ],
 }
 
@@ -1692,3 +1704,10 @@ def test_an_engine_core_that_really_died_is_named_by_the_clients_next_call(rs: R
 @pytest.mark.parametrize(("rule", "log"), [(r, log) for r, logs in ROUND_8.items() for log in logs])
 def test_round_8s_emitter_wordings_are_recognised(rs: RuleSet, rule: str, log: str) -> None:
     assert owner(rs, log) == rule
+
+
+def test_a_driver_waiting_for_its_raylet_fires_only_at_the_give_up(rs: RuleSet) -> None:
+    # global_state_accessor.cc warns once a second while this node's raylet registers; only its give-up is a failure.
+    retries = "\n".join([HARMLESS_8["ray-startup-failed"][0]] * 3)
+    assert decided(rs, retries) == []
+    assert owner(rs, retries + "\n" + ROUND_8["ray-startup-failed"][0]) == "ray-startup-failed"

@@ -1469,6 +1469,22 @@ ROUND_8: dict[str, list[str]] = {
         # 1.x services.py's multi-homed refusal
         "RuntimeError: This node has an IP address of 10.0.0.7, and Ray expects this IP address to be either the Redis address or one of the Raylet addresses. Connected to Redis at 10.0.0.4 and found raylets at 10.0.0.4",
     ],
+    "container-import-failed": [
+        # apptainer/apptainer cmd/internal/cli (1.0-1.5; SingularityCE 3.x) through sylog.Fatalf, and the starter
+        "FATAL:   While making image from oci registry: error fetching image to cache: failed to get checksum for docker://nvcr.io/nvidia/nemo-rl:v0.4.0: unauthorized: authentication required",
+        "FATAL:   While pulling image from oci registry: error fetching image: GET https://ghcr.io/v2/acme/train/manifests/v9: MANIFEST_UNKNOWN: manifest unknown",
+        "FATAL:   Unable to handle docker://acme/trainer:latest uri: failed to get checksum for docker://acme/trainer:latest: reading manifest latest in docker.io/acme/trainer: requested access to the resource is denied",
+        "FATAL:   container creation failed: mount /scratch/data->/data error: while mounting /scratch/data: mount source /scratch/data doesn't exist",
+        # moby/moby registry errors as the docker CLI prints them
+        "docker: Error response from daemon: pull access denied for acme/trainer, repository does not exist or may require 'docker login': denied: requested access to the resource is denied.",
+        "Error response from daemon: manifest for nvcr.io/nvidia/pytorch:99.01-py3 not found: manifest unknown: manifest unknown",
+    ],
+    "container-import-transient": [
+        # the same give-ups with a passing cause: Go's net/http errors, a 503, the registry's rate limit
+        'FATAL:   While making image from oci registry: error fetching image to cache: failed to get checksum for docker://nvcr.io/nvidia/pytorch:24.05-py3: Get "https://nvcr.io/v2/": net/http: TLS handshake timeout',
+        "FATAL:   Unable to handle docker://ubuntu:22.04 uri: failed to get checksum for docker://ubuntu:22.04: reading manifest 22.04 in docker.io/library/ubuntu: toomanyrequests: You have reached your pull rate limit.",
+        'docker: Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp 54.1.2.3:443: i/o timeout.',
+    ],
 }
 
 # Round 8: the same emitters' healthy and retried lines.
@@ -1492,6 +1508,12 @@ HARMLESS_8: dict[str, list[str]] = {
         # the driver's per-try WARNING (global_state_accessor.cc, 1.x services.py), printed before its raylet registers
         "[2026-11-27 10:00:00,000 W 3123 3123] global_state_accessor.cc:389: Some processes that the driver needs to connect to have not registered with GCS, so retrying. Have you run 'ray start' on this node?",
         "2020-11-18 09:23:32,669\tWARNING services.py:202 -- Some processes that the driver needs to connect to have not registered with Redis, so retrying. Have you run 'ray start' on this node?",
+    ],
+    "container-import-failed": [
+        # Apptainer's and Docker's progress lines on a healthy pull
+        "INFO:    Converting OCI blobs to SIF format",
+        "INFO:    Using cached SIF image",
+        "Unable to find image 'acme/trainer:latest' locally",
     ],
 }
 

@@ -29,7 +29,7 @@ from supervisor.act.checkpoints import newest_checkpoint_step, resolve_checkpoin
 from supervisor.act.curves import run_points
 from supervisor.act.decisive import decisive_lines
 from supervisor.act.forensics import Forensics
-from supervisor.act.inplace import WordTaken, give_run, job_runner_dir, read_exit
+from supervisor.act.inplace import WordTaken, driver_run_in, give_run, job_runner_dir, read_exit
 from supervisor.decide import staging
 from supervisor.decide.checkpoints import choose_in_dir
 from supervisor.decide.history import attempt_records, policy_config
@@ -709,7 +709,7 @@ class Actions:
         if why is not None or d is None or job is None:
             log.info("resuming through Slurm, not in place", run_id=run.id, attempt=attempt.n, why=why)
             return None
-        k = int(attempt.overrides.get("driver_run") or 1)
+        k = driver_run_in(d, int(attempt.overrides.get("driver_run") or 1))
         n = attempt.n + 1
         report = read_exit(d, k)
         record = {

@@ -41,6 +41,13 @@ def job_runner_dir(base: Path, key: str) -> Path | None:
     return best[1] if best else None
 
 
+def driver_run_in(d: Path, recorded: int) -> int:
+    """Which driver run of the job the runner's folder `d` is at, `recorded` being the attempt's: a start
+    after a Slurm requeue claims a fresh folder and counts from 1 again (its run K >= 2 would have a run-K.sh
+    there, written by Shepherd before its word)."""
+    return recorded if recorded <= 1 or (d / runner.script_name(recorded)).exists() else 1
+
+
 def read_exit(d: Path, run: int) -> runner.DriverExit | None:
     """The runner's report that driver run `run` exited, once complete."""
     try:

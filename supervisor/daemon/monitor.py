@@ -168,9 +168,17 @@ class AttemptWatch:
     runner_key: str = ""  # what the runner's folders are named after (runner.runner_key)
     driver_exit_seen: float | None = None  # when the runner's report of the driver's exit was first read
     answered: bool = False  # the runner has its word for this driver run (or a decision gives it)
+    runner_dir: Path | None = (
+        None  # the runner's folder the two fields above are about (a requeue: a new one)
+    )
     # The runner said the job's next driver run starts (a restart in place): the lines from here on in the
     # driver log they share are the next attempt's, so this one reads nothing more and is dropped at once.
     superseded: bool = False
+    # A restart in place while this daemon watched the previous driver run: in the files that hold the
+    # driver's output, the lines before this run's `starting` line are that run's (its failure may be printed
+    # to two files, read at different moments), so they are not read for this attempt (Monitor._started
+    # says where the line was seen).
+    hold_before_start: bool = False
 
     @property
     def key(self) -> tuple[str, int]:
@@ -216,6 +224,9 @@ class Monitor:
         self.watches: dict[tuple[str, int], AttemptWatch] = {}
         self._rulesets: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], RuleSet] = {}
         self._by_path: dict[str, tuple[str, int]] = {}
+        # per file holding a job's driver output: the newest `driver run K starting` line read in it, by
+        # whichever attempt's watch read it (the cursor is the file's, not the attempt's)
+        self._started: dict[str, int] = {}
         # per attempt: log files read but whose cursors are not saved yet, and metrics/event file cursors
         # staged for saving; saved when that attempt's matches were dispatched, never another attempt's
         self._unsaved: dict[tuple[str, int], set[str]] = {}
@@ -285,6 +296,10 @@ class Monitor:
         if attempt.overrides.get("runner"):  # its job waits for a word whatever the spec says now
             w.driver_run = int(attempt.overrides.get("driver_run") or 1)
             w.runner_key = runner.attempt_key(run.id, attempt.n, attempt.overrides)
+            w.hold_before_start = w.driver_run >= 2 and any(
+                o.run_id == run.id and o.job_id == attempt.job_id and o.n < attempt.n
+                for o in self.watches.values()
+            )
         w.driver_exited_at = self._recover_driver_exit(w)
         # One verdict for all of a run's log paths: polled when any of them is on a shared filesystem (an
         # adopted job's output file may live elsewhere than its log folders).
@@ -425,6 +440,9 @@ class Monitor:
                 self._by_path.pop(f, None)
                 self.follower.forget(f)
         self.watches.pop(w.key, None)
+        if not any(o.run_id == w.run_id for o in self.watches.values()):
+            for f in w.files:
+                self._started.pop(f, None)
         self.changes.forget_group(w.key)
         # The run's next attempt may share paths this one watched for both (the log base, the trainer's
         # files): watch them again for it, or they would go unwatched from here on.
@@ -512,18 +530,26 @@ class Monitor:
         name = Path(result.path).name
         is_output = Path(result.path) == w.output_file()
         out: list[Match] = []
+        carries = w.driver_run is not None and layout.carries_driver_output(w.contract, name, is_output)
         for batch in result.batches:
-            if not batch.texts:
+            own = batch.texts
+            if carries and w.driver_run is not None:
+                if w.hold_before_start and self._started.get(result.path, 0) < w.driver_run:
+                    own, _ = runner.from_run_start(own, w.driver_run)
+                for t in own:
+                    if (k := runner.run_starting(t)) is not None:
+                        self._started[result.path] = max(k, self._started.get(result.path, 0))
+            if not own:
                 continue
-            texts = [layout.rule_text(w.contract, is_output, t) for t in batch.texts]
+            texts = [layout.rule_text(w.contract, is_output, t) for t in own]
             out += scan_lines(w.rules, w.state, texts, name, batch.first_line, now, prefixes=batch.prefixes)
             if name == layout.DRIVER_LOG:
-                out += self._driver_log(w, batch.texts, now)
+                out += self._driver_log(w, own, now)
                 if w.driver_run is not None and any(
-                    (k := runner.run_starting(t)) is not None and k > w.driver_run for t in batch.texts
+                    (k := runner.run_starting(t)) is not None and k > w.driver_run for t in own
                 ):
                     w.superseded = True
-            for text in batch.texts:
+            for text in own:
                 if "wandb" in text and (url := wandb_run_url(text)):
                     w.wandb_url = url
                 if layout.DRIVER_EXITED in text and layout.DRIVER_EXITED_RE.search(text):
@@ -731,10 +757,18 @@ class Monitor:
         """The runner waits for a word after each driver exit: when no decision resumed the attempt in place
         (Actions) the job is told to end, at once after a clean exit, else once the rules had RUNNER_SETTLE_S
         to read the driver's last lines; the job's end is then handled as any other."""
-        if w.driver_run is None or w.answered or w.ended_at is not None:
+        if w.driver_run is None or w.ended_at is not None:
             return
         d = inplace.job_runner_dir(w.log_base, w.runner_key)  # looked up again: a requeue makes a new one
         if d is None:
+            return
+        if d != w.runner_dir:
+            # A Slurm requeue started the job again: its runner counts driver runs from 1 in a folder of its
+            # own and waits for a word there, whatever the job's earlier start was told.
+            if w.runner_dir is not None:
+                w.answered, w.driver_exit_seen = False, None
+            w.runner_dir, w.driver_run = d, inplace.driver_run_in(d, w.driver_run)
+        if w.answered:
             return
         report = inplace.read_exit(d, w.driver_run)
         if report is None:

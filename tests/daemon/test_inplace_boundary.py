@@ -68,3 +68,53 @@ def test_a_driver_run_failing_right_after_its_restart_in_place_is_its_own_attemp
         fh.write(OOM + "\n")  # driver run 2 fails within a second of its start
     w2 = monitor.watches[(RUN, 2)]
     assert [m.rule for m in monitor.read_files(w2) if not m.followup] == ["cuda-oom"]
+
+
+def test_a_failure_printed_to_two_files_is_the_ended_driver_runs_in_both(tmp_path: Path) -> None:
+    """Our launcher tees the driver's output to its log and to Slurm's output file. The first copy of an OOM
+    restarted the job in place; the second copy, read after the restart, is still driver run 1's and must not
+    restart the new driver run too (it once did, 55 ms later, under load)."""
+    built = build(Settings(root=tmp_path / "root"))
+    store = built.store
+    store.create_run(RUN, "toy", json.dumps({"name": "toy", "command": ["true"]}), "spec.yaml")
+    store.begin_attempt(RUN, lambda n: f"t{n}", {"runner": True, runner.BY_RUN: True})
+    store.attempt_submitted(RUN, 1, JOB)
+    run, first = store.get_run(RUN), store.get_attempt(RUN, 1)
+    assert run is not None and first is not None
+    clock = Clock(first.intent_at + 30)
+    monitor = Monitor(store, built.settings, built.actions, built.heartbeats, clock=clock)
+    base = built.settings.runs_dir / RUN / "logs"
+    (base / f"{JOB}-logs").mkdir(parents=True)
+    driver_log, output = base / f"{JOB}-logs" / layout.DRIVER_LOG, layout.output_file(base, JOB)
+    for f in (driver_log, output):
+        say(f, "driver run 1 starting (attempt 1)")
+    w1 = monitor.watch_for(run, first)
+    assert w1 is not None
+    monitor.read_files(w1)
+    with driver_log.open("a") as fh:
+        fh.write(OOM + "\n")
+    assert [m.rule for m in monitor.read_files(w1, {str(driver_log)}) if not m.followup] == ["cuda-oom"]
+
+    store.restart_in_place(
+        first,
+        "t2",
+        {"runner": True, runner.BY_RUN: True, "driver_run": 2},
+        exit_code=1,
+        ended_at=clock.now,
+        message="attempt 2 restarted in place",
+        give_word=lambda n: None,
+    )
+    with output.open("a") as fh:
+        fh.write(OOM + "\n")  # the tee's copy of driver run 1's failure, not read yet
+    for f in (driver_log, output):
+        say(f, "driver run 1 exited with code 1")
+        say(f, "driver run 2 starting in place (attempt 2)")
+    clock.now += 1
+    monitor.sync()
+    w2 = monitor.watches[(RUN, 2)]
+    assert w2.hold_before_start
+    assert [m.rule for m in monitor.read_files(w2) if not m.followup] == []
+
+    with output.open("a") as fh:
+        fh.write(OOM + "\n")  # driver run 2's own failure
+    assert [m.rule for m in monitor.read_files(w2) if not m.followup] == ["cuda-oom"]

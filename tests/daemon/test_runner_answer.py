@@ -80,3 +80,35 @@ def test_a_restart_in_place_keeps_its_own_word(tmp_path: Path) -> None:
     store.set_decision_outcome(did, "resuming from step_10 in place: driver run 2 of Slurm job 4242")
     monitor.answer_runner(w, clock.now + RUNNER_SETTLE_S)
     assert word(d) == ("run", 2)
+
+
+def test_a_requeued_job_gets_its_word_in_the_folder_its_new_start_claimed(tmp_path: Path) -> None:
+    """`scontrol requeue` signals the driver (its run 1 reports code 143, the job's first start is told to
+    end) and starts the batch script again: the new start's runner waits for its own word after its run 1,
+    which must come, or the job holds its nodes for the runner's whole bound."""
+    _, monitor, w, first, clock = setup(tmp_path, 143)
+    monitor.answer_runner(w, clock.now)
+    monitor.answer_runner(w, clock.now + RUNNER_SETTLE_S)
+    assert word(first) == ("end", 1)
+    again = runner.runner_dir(first.parent, runner.runner_key(1, RUN), start=1)
+    again.mkdir()
+    clock.now += 60
+    monitor.answer_runner(w, clock.now)
+    assert word(again) is None  # its driver still runs
+    (again / runner.exit_name(1)).write_text(f"run=1\ncode=0\nat={clock.now}\nend\n")
+    monitor.answer_runner(w, clock.now)
+    assert word(again) == ("end", 1)
+
+
+def test_a_requeue_after_a_restart_in_place_counts_driver_runs_from_one_again(tmp_path: Path) -> None:
+    """Driver run 2 (a restart in place) was the attempt's; the requeued job's runner starts at run 1."""
+    _, monitor, w, first, clock = setup(tmp_path, 0)
+    w.driver_run = 2
+    (first / runner.script_name(2)).write_text("#!/bin/sh\nexec true\n# end\n")
+    monitor.answer_runner(w, clock.now)
+    assert w.driver_run == 2
+    again = runner.runner_dir(first.parent, runner.runner_key(1, RUN), start=1)
+    again.mkdir()
+    (again / runner.exit_name(1)).write_text(f"run=1\ncode=0\nat={clock.now}\nend\n")
+    monitor.answer_runner(w, clock.now)
+    assert w.driver_run == 1 and word(again) == ("end", 1)

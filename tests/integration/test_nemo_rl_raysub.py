@@ -281,11 +281,9 @@ def test_a_requeued_job_is_followed_into_its_restart_folder(
     the progress comes from the restarted driver (the first run is requeued long before its last step, 20)."""
     logs = tmp_path / "requeued" / "slurm-logs"
     command = driver(tmp_path, "requeued", "--steps", "20", "--step-seconds", "1")
-    # in_place: false: under the runner, v0.6.0's requeued job never reached its end here (docs/policy.md,
-    # "Known defects"); what this test proves is the requeue's log folder.
-    path = nemo_spec(
-        tmp_path, "requeued", script, command, f"log_dir: {logs}", extra_args=("--requeue",), in_place=False
-    )
+    # Under Shepherd's runner (the default) the requeued start claims a runner folder of its own, and its
+    # driver's end must be answered there, or the job holds its nodes for the runner's whole bound.
+    path = nemo_spec(tmp_path, "requeued", script, command, f"log_dir: {logs}", extra_args=("--requeue",))
     run = sup.submit(path)
 
     def step() -> int:

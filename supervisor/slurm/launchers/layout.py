@@ -66,6 +66,12 @@ def rule_text(contract: FileContract, is_output: bool, text: str) -> str:
     return text
 
 
+def carries_driver_output(contract: FileContract, name: str, is_output: bool) -> bool:
+    """Whether the file holds the driver's output (and so the job-side runner's lines around it): the driver
+    log always, Slurm's output file unless it is only the launcher's trace."""
+    return name == DRIVER_LOG or (is_output and not contract.output_is_trace)
+
+
 def output_file(base: Path, job_id: str) -> Path:
     """Slurm's output file of the job (the launcher's own trace, and slurmstepd's messages)."""
     return base / OUTPUT_PATTERN.replace("%j", job_id)

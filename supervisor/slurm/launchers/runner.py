@@ -33,6 +33,16 @@ def run_starting(line: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def from_run_start(texts: Sequence[str], run: int) -> tuple[list[str], bool]:
+    """The lines of a file the driver's output goes to, from driver run `run`'s `starting` line on (the
+    earlier ones, the previous driver run's, blanked so line numbers stay true), and whether it was there
+    (if not, every line is the previous run's)."""
+    for i, text in enumerate(texts):
+        if run_starting(text) == run:
+            return [""] * i + list(texts[i:]), True
+    return [""] * len(texts), False
+
+
 Word = Literal["run", "end"]
 
 

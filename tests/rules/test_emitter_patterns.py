@@ -1466,6 +1466,10 @@ ROUND_8: dict[str, list[str]] = {
         # ray-project/ray global_state_accessor.cc GetNodeToConnectForDriver's give-up (2.x), and 0.6-1.x's
         "RuntimeError: GCS has started but no raylets have registered yet.",
         "Exception: Redis has started but no raylets have registered yet.",
+        # 1.x services.py's give-ups of the Redis-backed GCS
+        "RuntimeError: Unable to connect to Redis at 10.0.0.4:6379 after 12 retries. Check that 10.0.0.4:6379 is reachable from this machine. If it is not, your firewall may be blocking this port.",
+        "RuntimeError: Unable to connect to Redis (after 12 retries). If the Redis instance is on a different machine, check that your firewall and relevant Ray ports are configured properly.",
+        "RuntimeError: Couldn't start Redis. Check log files: /tmp/ray/session_2021-03-01_10-00-00_000000_4242/logs/redis.out /tmp/ray/session_2021-03-01_10-00-00_000000_4242/logs/redis.err",
         # 1.x services.py's multi-homed refusal
         "RuntimeError: This node has an IP address of 10.0.0.7, and Ray expects this IP address to be either the Redis address or one of the Raylet addresses. Connected to Redis at 10.0.0.4 and found raylets at 10.0.0.4",
     ],

@@ -36,6 +36,8 @@ class SlurmControl(Protocol):
 
     async def node_at(self, address: str, nodelist: str) -> str | None: ...
 
+    async def node_state(self, node: str) -> str | None: ...
+
 
 class Scheduler(Protocol):
     """Puts a run's next attempt on the daemon's schedule and wakes the loops that act on it."""

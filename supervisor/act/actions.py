@@ -72,7 +72,7 @@ from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError, SlurmUnavailable
 from supervisor.slurm.command import as_argv, driver_command
 from supervisor.slurm.launchers.runner import BY_RUN, attempt_key, drain_script, run_script
-from supervisor.slurm.parse import first_node
+from supervisor.slurm.parse import first_node, host_down
 from supervisor.slurm.reconcile import in_place_tag
 from supervisor.slurm.submit import attempt_log_base
 from supervisor.store import Store
@@ -614,8 +614,20 @@ class Actions:
         changes += list(plan.sbatch_args)
         what = f"resuming from {Path(ckpt).name}" if ckpt else f"resuming without a checkpoint ({why})"
         same_period = replace(overrides, save_period=prev.save_period)  # tuned only at a submission
+        host_up = m.category != "node_failure"
+        if host_up and node and plan.exclude_node and spec.resume.in_place and spec.slurm.spare_nodes:
+            host_up = await self._host_up(node)
         kept = self._restart_in_place(
-            run, attempt, spec, plan, same_period, planned=planned, delay=delay, node=node, m=m
+            run,
+            attempt,
+            spec,
+            plan,
+            same_period,
+            planned=planned,
+            delay=delay,
+            node=node,
+            m=m,
+            host_up=host_up,
         )
         if kept is not None:
             detail = f"{what} {kept} in {delay:.0f}s; {plan.why}" + (
@@ -650,6 +662,20 @@ class Actions:
             },
         )
 
+    async def _host_up(self, node: str) -> bool:
+        """Whether Slurm says the failing node's host still runs (a spare can take its place only then):
+        a GPU's fault line says the host was up when it printed it, not that it still is. Up when Slurm
+        cannot be asked: the rule's own category said so, and the drain fails safe (the job ends)."""
+        try:
+            state = await self.slurm.node_state(node)
+        except SlurmError as exc:
+            log.warning("could not read the failing node's state", node=node, error=str(exc))
+            return True
+        if state is not None and host_down(state):
+            log.info("the failing node's host is down in Slurm", node=node, state=state)
+            return False
+        return True
+
     def _restart_in_place(
         self,
         run: RunRow,
@@ -662,6 +688,7 @@ class Actions:
         delay: float,
         node: str | None = None,
         m: Match | None = None,
+        host_up: bool = True,
     ) -> str | None:
         """Attempt n+1 as the next driver run inside attempt n's running job, its word given to the job's
         runner under the store's transaction (decide/inplace.py says when); returns what was done in words,
@@ -686,7 +713,7 @@ class Actions:
         spare = spare_for(
             node,
             head_node=first_node(fresh.nodes),
-            host_up=m is None or m.category != "node_failure",
+            host_up=host_up,
             spare_nodes=spec.slurm.spare_nodes,
             drained=drained,
         )

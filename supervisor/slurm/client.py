@@ -367,6 +367,15 @@ class SlurmClient:
             raise self._fail(argv, proc)
         return parse_scontrol_nodes(proc.stdout.decode(errors="replace"))
 
+    async def node_state(self, node: str) -> str | None:
+        """One node's `State=` (`scontrol -o show node NODE`), None when Slurm does not know the node."""
+        argv = [self._exe("scontrol"), "-o", "show", "node", node]
+        proc = await self._run(argv)
+        if proc.returncode != 0:
+            raise self._fail(argv, proc)
+        found = [n for n in parse_scontrol_nodes(proc.stdout.decode(errors="replace")) if n.name == node]
+        return found[0].state if found else None
+
     async def test_only(self, req: SubmitRequest) -> str:
         """`sbatch --test-only`: whether Slurm would accept the request (account, partition, QOS, time, GRES),
         without submitting anything. Returns Slurm's estimate; raises SlurmRejected with Slurm's reason."""

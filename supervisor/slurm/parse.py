@@ -293,6 +293,19 @@ def parse_scontrol_nodes(text: str) -> list[SlurmNode]:
     return out
 
 
+# What Slurm says when a node's host is gone, not merely kept from new work (the DRAIN and FAIL flags an
+# admin or a health check sets leave the host up, running its jobs: `IDLE+DRAIN`, `MIXED+FAIL`): state words
+# as `scontrol show node` prints them, `*` being NOT_RESPONDING in its short form (`DOWN*+DRAIN`).
+_HOST_GONE_WORDS = frozenset({"DOWN", "NOT_RESPONDING", "POWERED_DOWN", "POWER_DOWN", "POWERING_DOWN"})
+
+
+def host_down(state: str) -> bool:
+    """Whether a node's `State=` says its host is down or unreachable (a fault on it cannot be drained
+    from a job's Ray cluster: the job must go elsewhere)."""
+    words = {w.strip("*~#!%$@^-") for w in state.upper().split("+")}
+    return "*" in state or "~" in state or bool(words & _HOST_GONE_WORDS)
+
+
 def node_for_address(sinfo: str, address: str, hostname: str | None = None) -> str | None:
     """The node an address names, from `sinfo -h -N -o "%N %o %n"` (NodeName, NodeAddr, NodeHostName):
     the node whose NodeAddr is `address`, else whose name or hostname is `hostname` (the address's reverse

@@ -353,3 +353,15 @@ def test_the_first_node_of_a_slurm_node_list_is_where_ray_sub_runs_the_head() ->
     assert first_node("node1,node2") == "node1"
     assert first_node("dev1") == "dev1"
     assert first_node("") is None and first_node(None) is None and first_node("(null)") is None
+
+
+def test_a_nodes_host_is_down_when_slurm_says_down_not_responding_or_powered_off() -> None:
+    from supervisor.slurm.parse import host_down
+
+    # As `scontrol -o show node` printed them on the dev cluster (22.05) after `scontrol update state=...`.
+    assert host_down("DOWN")
+    assert not host_down("IDLE") and not host_down("IDLE+DRAIN") and not host_down("IDLE+FAIL")
+    # Slurm's other forms: the short NOT_RESPONDING mark, the flag spelt out, a powered-off node.
+    assert host_down("DOWN*+DRAIN") and host_down("IDLE*") and host_down("MIXED+NOT_RESPONDING")
+    assert host_down("IDLE+POWERED_DOWN") and host_down("IDLE~")
+    assert not host_down("MIXED+DRAIN") and not host_down("ALLOCATED+COMPLETING")

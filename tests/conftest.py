@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.support.order import Kind, SuiteFile, file_order
-from tests.support.raylock import ray_users
+from tests.support.raylock import ray_users, waits_file
 
 REAL_PARTS = ("slurm", "ray", "vllm", "fuse")
 
@@ -40,8 +40,28 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if not exclusive and item.get_closest_marker("ray") is None:
         yield
         return
-    with ray_users(exclusive=exclusive):
+    with ray_users(exclusive=exclusive, who=item.nodeid):
         yield
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """What the Ray lock cost this session: the tests that waited for it (a worker idle meanwhile, unless
+    the wait is the scheduling's fault of no other work), so the order in tests/support/order.py can be
+    judged by what happened, not guessed."""
+    path = waits_file(os.getpid())
+    if not path.exists():
+        return
+    rows = [
+        line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line.count("\t") == 2
+    ]
+    path.unlink(missing_ok=True)
+    if not rows:
+        return
+    rows.sort(key=lambda r: -float(r[0]))
+    total = sum(float(r[0]) for r in rows)
+    terminalreporter.write_sep("=", f"Ray lock waits: {total:.0f}s over {len(rows)} tests")
+    for seconds, mode, who in rows[:10]:
+        terminalreporter.write_line(f"{float(seconds):7.1f}s {mode:9} {who}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

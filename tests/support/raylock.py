@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -47,10 +48,26 @@ def _acquire(exclusive: bool) -> ExitStack:
     return stack  # closing the files releases both
 
 
+def waits_file(session_pid: int) -> Path:
+    """Where a session's workers note how long each test waited for the lock (the controller's pid: an
+    xdist worker's parent), so scripts/test can say what the lock cost."""
+    return LOCK_DIR / f"shepherd-tests-ray.waits.{session_pid}"
+
+
+def _note_wait(who: str, exclusive: bool, seconds: float) -> None:
+    if seconds < 1.0:
+        return
+    pid = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
+    with open(waits_file(pid), "a", encoding="utf-8") as f:
+        f.write(f"{seconds:.1f}\t{'exclusive' if exclusive else 'shared'}\t{who}\n")
+
+
 @contextmanager
-def ray_users(*, exclusive: bool) -> Iterator[None]:
+def ray_users(*, exclusive: bool, who: str = "") -> Iterator[None]:
     if not _held.depth:
+        began = time.monotonic()
         _held.files, _held.exclusive = _acquire(exclusive), exclusive
+        _note_wait(who, exclusive, time.monotonic() - began)
     elif exclusive and not _held.exclusive:
         raise RuntimeError("a Ray test holding the lock shared cannot upgrade it to exclusive")
     _held.depth += 1

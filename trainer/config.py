@@ -156,6 +156,16 @@ class FaultConfig:
 
 
 @dataclass
+class PaceConfig:
+    """Minimum wall seconds of each phase (0: off), slept out at its end: tests of the daemon's stall rules
+    get phases as long on a loaded machine as on a quiet one, and spend no CPU on them."""
+
+    generation_s: float = 0.0
+    training_s: float = 0.0
+    validation_s: float = 0.0
+
+
+@dataclass
 class CacheHygieneConfig:
     strict: bool = False
     extra_dirs: list[str] = field(default_factory=list)
@@ -171,6 +181,7 @@ class TrainerConfig:
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     fault: FaultConfig = field(default_factory=FaultConfig)
+    pace: PaceConfig = field(default_factory=PaceConfig)
     cache_hygiene: CacheHygieneConfig = field(default_factory=CacheHygieneConfig)
 
 
@@ -328,6 +339,9 @@ def validate(cfg: TrainerConfig) -> None:
             raise ConfigError(f"fault.signal: unknown signal name {cfg.fault.signal!r}")
     if cfg.fault.at_step < 0:
         raise ConfigError("fault.at_step: must be >= 0")
+    for name, seconds in dataclasses.asdict(cfg.pace).items():
+        if seconds < 0:
+            raise ConfigError(f"pace.{name}: must be >= 0, got {seconds!r}")
 
 
 def missing_packages(cfg: TrainerConfig, installed: Callable[[str], bool]) -> list[str]:

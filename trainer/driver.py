@@ -12,6 +12,7 @@ import os
 import signal
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,20 @@ class Laps:
     @property
     def total(self) -> float:
         return self._last - self._start
+
+
+def pad_phase(
+    started: float,
+    minimum_s: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float:
+    """Sleep out what `minimum_s` (a `pace.*` key) leaves of a phase begun at `started`; the seconds slept."""
+    left = started + minimum_s - clock()
+    if left <= 0:
+        return 0.0
+    sleep(left)
+    return left
 
 
 def make_tokenizer(cfg: TrainerConfig, task: Task) -> Tokenizer:
@@ -381,11 +396,13 @@ class Trainer:
 
     def _validate(self, step: int) -> dict[str, float]:
         assert self.status is not None
+        started = time.monotonic()
         self.status.update(
             state="validating", phase="validating", phase_done=0, phase_total=len(self.val_set), rate=None
         )
         prompts = [self.tok.encode(e.prompt) for e in self.val_set]
         tokens, _ = self._generate(0, prompts, greedy=True, bar_phase=None)
+        pad_phase(started, self.cfg.pace.validation_s)
         texts = [self.tok.decode(t) for t in tokens]
         acc = sum(exact_match(t, e.answer) for t, e in zip(texts, self.val_set, strict=True)) / len(texts)
         rew = sum(self.task.reward(t, e.answer) for t, e in zip(texts, self.val_set, strict=True)) / len(
@@ -398,6 +415,7 @@ class Trainer:
         """This step's prompts, each sampled num_generations_per_prompt times by the rollout workers."""
         cfg = self.cfg
         assert self.status is not None
+        started = time.monotonic()
         g = cfg.grpo.num_generations_per_prompt
         self.status.update(
             state="generating",
@@ -412,6 +430,7 @@ class Trainer:
         tokens, logprobs = self._generate(
             step, prompts, greedy=False, bar_phase="generating", hang=fault == "hang"
         )
+        pad_phase(started, cfg.pace.generation_s)
         answers = [e.answer for e in examples for _ in range(g)]
         return Rollouts(prompts, answers, tokens, logprobs)
 
@@ -431,10 +450,12 @@ class Trainer:
             batch.prompts, batch.tokens, batch.logprobs, advantages.flatten().tolist(), self.tok.pad_id
         )
         global_tokens = float(packed["response_mask"].sum())
+        started = time.monotonic()
         self.status.update(state="training", phase="training", phase_done=0, phase_total=1, rate=None)
         world = len(self.policy)
         shards = [(shard_batch(packed, r, world), global_tokens, step, fault) for r in range(world)]
         stats: dict[str, float] = self.policy.call("train_step", per_worker=shards)[0]
+        pad_phase(started, self.cfg.pace.training_s)
         return stats
 
     def _step_metrics(

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.trainer.conftest import REPO, read_metrics, read_status, run_cli, tiny_overrides
 
 IGNORED = ("time", "timing/", "performance/")
@@ -182,6 +184,36 @@ def test_finished_run_exits_0_and_writes_the_contract_files(tmp_path: Path) -> N
     } <= rows[1].keys()
     assert "val/accuracy" in rows[3]
     assert "Collecting rollouts: 100%|" in r.stderr
+
+
+def test_pace_pads_each_phase_to_its_own_minimum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainer import driver
+    from trainer.config import load_config
+
+    padded: list[tuple[str, float]] = []  # (the phase status.json shows while it is padded, its minimum)
+
+    def pad(started: float, minimum_s: float) -> float:
+        padded.append((str(read_status(tmp_path)["phase"]), minimum_s))
+        return 0.0
+
+    monkeypatch.setattr(driver, "pad_phase", pad)
+    overrides = tiny_overrides(
+        tmp_path,
+        grpo__max_num_steps=2,
+        grpo__val_period=2,
+        grpo__val_at_start=False,
+        pace__generation_s=1.5,
+        pace__training_s=0.5,
+        pace__validation_s=12,
+    )
+    assert driver.run(load_config(None, overrides)) == 0
+    assert padded == [
+        ("generating", 1.5),
+        ("training", 0.5),
+        ("generating", 1.5),
+        ("training", 0.5),
+        ("validating", 12.0),
+    ]
 
 
 def test_a_bad_override_exits_2_naming_the_key(tmp_path: Path) -> None:

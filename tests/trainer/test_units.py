@@ -11,6 +11,7 @@ import pytest
 
 from trainer.cache_hygiene import check_caches
 from trainer.config import ConfigError, config_hash, load_config, parse_duration
+from trainer.driver import pad_phase
 from trainer.generation.base import sample_seed
 from trainer.generation.torch_backend import TorchGenerationBackend
 from trainer.models import ModelSpec
@@ -52,6 +53,7 @@ def test_dotted_overrides_use_nemo_rl_names_and_parse_values(tmp_path: Path) -> 
         ("fault.kind=meteor", "fault.kind: must be one of"),
         ("policy.generation.vllm_cfg.kv_cache_memory_bytes=0", "vllm_cfg.kv_cache_memory_bytes: must be > 0"),
         ("policy.generation.vllm_cfg.weight_sync=nccl", "vllm_cfg.weight_sync: must be one of"),
+        ("pace.validation_s=-1", "pace.validation_s: must be >= 0"),
         ("noequals", "key=value"),
     ],
 )
@@ -69,6 +71,14 @@ def test_config_hash_is_stable_and_changes_with_the_config() -> None:
 def test_duration_parsing_matches_nemo_rl_format() -> None:
     assert parse_duration("00:03:30:00") == 3.5 * 3600
     assert parse_duration("01:00") == 60
+
+
+def test_a_paced_phase_sleeps_out_only_what_its_work_left_of_the_minimum() -> None:
+    slept: list[float] = []
+    assert pad_phase(10.0, 3.0, clock=lambda: 11.0, sleep=slept.append) == 2.0
+    assert pad_phase(10.0, 3.0, clock=lambda: 14.0, sleep=slept.append) == 0.0  # the work took longer
+    assert pad_phase(10.0, 0.0, clock=lambda: 10.0, sleep=slept.append) == 0.0  # pace off (the default)
+    assert slept == [2.0]
 
 
 # -- tokenizer ------------------------------------------------------------------------------------------

@@ -1522,6 +1522,39 @@ HARMLESS_8: dict[str, list[str]] = {
 }
 
 
+# Round 9: set 7's missed families, read back to their emitters (each line written from the format string named).
+ROUND_9: dict[str, list[str]] = {
+    "segfault": [
+        # GNU gdb infrun.c print_signal_received_reason, without and with threads
+        "Program received signal SIGSEGV, Segmentation fault.",
+        'Thread 57 "pt_autograd_0" received signal SIGSEGV, Segmentation fault.',
+        # open-mpi/ompi help-errmgr-base.txt (4.x) and PRRTE (5.x)
+        "mpirun noticed that process rank 3 with PID 41877 on node gpu-07 exited on signal 11 (Segmentation fault).",
+        "prterun noticed that process rank 0 with PID 0 on node gpu-07 exited on signal 11 (Segmentation fault).",
+        # torvalds/linux arch/x86/kernel/traps.c, in dmesg; google/glog signalhandler.cc; PaddlePaddle's SignalHandle
+        "[88121.410233] traps: python[41877] general protection fault ip:7f3c2a1b4c10 sp:7ffd3e2a9b60 error:0 in libtorch_cuda.so[7f3c28000000+4a000000]",
+        "*** SIGSEGV (@0x0) received by PID 41877 (TID 0x7f3c1d7fe700) from PID 0; stack trace: ***",
+        "FatalError: `Segmentation fault` is detected by the operating system.",
+    ],
+    "bus-error": [
+        'Thread 12 "python" received signal SIGBUS, Bus error.',
+        "mpirun noticed that process rank 1 with PID 3321 on node gpu-02 exited on signal 7 (Bus error).",
+        "*** SIGBUS (@0x7f2e5c000000) received by PID 3321 (TID 0x7f2e9d1ff700) from PID 1543503872; stack trace: ***",
+    ],
+}
+
+# Round 9: the same emitters' healthy, retried and other-signal lines.
+HARMLESS_9: dict[str, list[str]] = {
+    "segfault": [
+        # gdb stops on other signals too; Open MPI reports a task that scancel or the time limit ended
+        "Program received signal SIGINT, Interrupt.",
+        'Thread 1 "python" received signal SIGUSR1, User defined signal 1.',
+        "mpirun noticed that process rank 0 with PID 4411 on node gpu-07 exited on signal 15 (Terminated).",
+        "[88121.410233] traps: python[41877] trap int3 ip:7f3c2a1b4c10 sp:7ffd3e2a9b60 error:0 in libc.so.6[7f3c28000000+195000]",
+    ],
+}
+
+
 @pytest.mark.parametrize(
     ("rule", "log"), [(r, log) for r, logs in FROM_FORMAT_STRINGS.items() for log in logs]
 )
@@ -1553,7 +1586,7 @@ def test_round_5s_emitter_wordings_are_recognised(rs: RuleSet, rule: str, log: s
     ("rule", "log"),
     [
         (r, log)
-        for d in (HARMLESS, HARMLESS_4, HARMLESS_5, HARMLESS_6, HARMLESS_7, HARMLESS_8)
+        for d in (HARMLESS, HARMLESS_4, HARMLESS_5, HARMLESS_6, HARMLESS_7, HARMLESS_8, HARMLESS_9)
         for r, logs in d.items()
         for log in logs
     ],
@@ -1737,3 +1770,8 @@ def test_a_driver_waiting_for_its_raylet_fires_only_at_the_give_up(rs: RuleSet) 
     retries = "\n".join([HARMLESS_8["ray-startup-failed"][0]] * 3)
     assert decided(rs, retries) == []
     assert owner(rs, retries + "\n" + ROUND_8["ray-startup-failed"][0]) == "ray-startup-failed"
+
+
+@pytest.mark.parametrize(("rule", "log"), [(r, log) for r, logs in ROUND_9.items() for log in logs])
+def test_round_9s_emitter_wordings_are_recognised(rs: RuleSet, rule: str, log: str) -> None:
+    assert owner(rs, log) == rule

@@ -1541,6 +1541,16 @@ ROUND_9: dict[str, list[str]] = {
         "mpirun noticed that process rank 1 with PID 3321 on node gpu-02 exited on signal 7 (Bus error).",
         "*** SIGBUS (@0x7f2e5c000000) received by PID 3321 (TID 0x7f2e9d1ff700) from PID 1543503872; stack trace: ***",
     ],
+    "nccl-error": [
+        # c10/util/Exception.cpp's "Exception raised from %s at %s:%d" for ProcessGroupNCCL.cpp's watchdog functions
+        "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:618 (most recent call first):",
+        "[rank3]: Exception raised from checkForNCCLErrorsInternal at /opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2027 (most recent call first):",
+        "(DTensorPolicyWorker pid=4411) Exception raised from ncclCommWatchdog at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1901 (most recent call first):",
+        "Exception raised from workCleanupLoop at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1147 (most recent call first):",
+        # cupy's check_status (Ray's collective groups) and XLA's nccl_utils.cc
+        "(Actor pid=4180653) cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error",
+        "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:275: NCCL operation ncclCommInitRank(&comm, nranks, id, rank) failed: internal error",
+    ],
 }
 
 # Round 9: the same emitters' healthy, retried and other-signal lines.
@@ -1551,6 +1561,10 @@ HARMLESS_9: dict[str, list[str]] = {
         'Thread 1 "python" received signal SIGUSR1, User defined signal 1.',
         "mpirun noticed that process rank 0 with PID 4411 on node gpu-07 exited on signal 15 (Terminated).",
         "[88121.410233] traps: python[41877] trap int3 ip:7f3c2a1b4c10 sp:7ffd3e2a9b60 error:0 in libc.so.6[7f3c28000000+195000]",
+    ],
+    "nccl-error": [
+        # c10's error text from a CUDA check outside the watchdog names its own function and file
+        "Exception raised from c10_cuda_check_implementation at ../c10/cuda/CUDAException.cpp:43 (most recent call first):",
     ],
 }
 

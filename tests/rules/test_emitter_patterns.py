@@ -1551,6 +1551,11 @@ ROUND_9: dict[str, list[str]] = {
         "(Actor pid=4180653) cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error",
         "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:275: NCCL operation ncclCommInitRank(&comm, nranks, id, rank) failed: internal error",
     ],
+    "ray-startup-failed": [
+        # ray-project/ray python/ray/util/client/worker.py _connect_channel's give-up, and _server_init
+        "/opt/venv/lib/python3.12/site-packages/ray/util/client/worker.py:253: UserWarning: Ray Client connection timed out. Ensure that the Ray Client port on the head node is reachable from your local machine. See https://docs.ray.io/en/latest/cluster/ray-client.html#step-2-check-ports for more information.",
+        "ConnectionAbortedError: Initialization failure from server:",
+    ],
 }
 
 # Round 9: the same emitters' healthy, retried and other-signal lines.
@@ -1565,6 +1570,11 @@ HARMLESS_9: dict[str, list[str]] = {
     "nccl-error": [
         # c10's error text from a CUDA check outside the watchdog names its own function and file
         "Exception raised from c10_cuda_check_implementation at ../c10/cuda/CUDAException.cpp:43 (most recent call first):",
+    ],
+    "ray-startup-failed": [
+        # worker.py's per-try lines, DEBUG or INFO by version
+        "2026-11-27 10:00:00,000\tDEBUG worker.py:239 -- Couldn't connect channel in 5 seconds, retrying",
+        "2026-11-27 10:00:00,000\tINFO worker.py:240 -- Waiting for Ray to become ready on the server, retry in 5s...",
     ],
 }
 
@@ -1789,3 +1799,10 @@ def test_a_driver_waiting_for_its_raylet_fires_only_at_the_give_up(rs: RuleSet) 
 @pytest.mark.parametrize(("rule", "log"), [(r, log) for r, logs in ROUND_9.items() for log in logs])
 def test_round_9s_emitter_wordings_are_recognised(rs: RuleSet, rule: str, log: str) -> None:
     assert owner(rs, log) == rule
+
+
+def test_ray_clients_retries_stay_quiet_until_its_give_up(rs: RuleSet) -> None:
+    # worker.py retries the channel with DEBUG/INFO lines; the UserWarning is printed once, right before it raises.
+    retries = "\n".join(HARMLESS_9["ray-startup-failed"] * 3)
+    assert decided(rs, retries) == []
+    assert owner(rs, retries + "\n" + ROUND_9["ray-startup-failed"][0]) == "ray-startup-failed"

@@ -1556,6 +1556,14 @@ ROUND_9: dict[str, list[str]] = {
         "/opt/venv/lib/python3.12/site-packages/ray/util/client/worker.py:253: UserWarning: Ray Client connection timed out. Ensure that the Ray Client port on the head node is reachable from your local machine. See https://docs.ray.io/en/latest/cluster/ray-client.html#step-2-check-ports for more information.",
         "ConnectionAbortedError: Initialization failure from server:",
     ],
+    "vllm-engine-dead": [
+        # vllm-project/vllm V1 0.7-0.8's SIGUSR1 handlers (the executor's spelling is vLLM's)
+        "CRITICAL 04-17 03:28:36 [multiproc_executor.py:49] MulitprocExecutor got fatal signal from worker processes, shutting down. See stack trace above for root cause issue.",
+        "CRITICAL 11-27 10:00:00 [core_client.py:359] Got fatal signal from worker processes, shutting down. See stack trace above for root cause issue.",
+        # V0's RPC front end (0.5.4-0.6.2) and MQ client health loop (0.6+)
+        "ERROR 09-03 11:29:27 api_server.py:171] RPCServer process died before responding to readiness probe",
+        "ERROR 11-27 10:00:00 client.py:250] TimeoutError('No heartbeat received from MQLLMEngine')",
+    ],
 }
 
 # Round 9: the same emitters' healthy, retried and other-signal lines.
@@ -1575,6 +1583,10 @@ HARMLESS_9: dict[str, list[str]] = {
         # worker.py's per-try lines, DEBUG or INFO by version
         "2026-11-27 10:00:00,000\tDEBUG worker.py:239 -- Couldn't connect channel in 5 seconds, retrying",
         "2026-11-27 10:00:00,000\tINFO worker.py:240 -- Waiting for Ray to become ready on the server, retry in 5s...",
+    ],
+    "vllm-engine-dead": [
+        # the SIGUSR1 handler's own set-up warning
+        "WARNING 11-27 10:00:00 [core_client.py:90] SIGUSR1 handler not installed because we are not running in the main thread. In this case the forked engine process may not be killed when an exception is raised, and you need to handle the engine process shutdown manually.",
     ],
 }
 

@@ -1564,6 +1564,15 @@ ROUND_9: dict[str, list[str]] = {
         "ERROR 09-03 11:29:27 api_server.py:171] RPCServer process died before responding to readiness probe",
         "ERROR 11-27 10:00:00 client.py:250] TimeoutError('No heartbeat received from MQLLMEngine')",
     ],
+    "hf-auth": [
+        # huggingface/hf-hub (Rust): ureq's Debug and Display forms, reqwest's Display form
+        'Could not get file "tokenizer.json" from API: RequestError(Status(401, Response[status: 401, status_text: Unauthorized, url: https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/tokenizer.json]))',
+        "Error: request error: https://huggingface.co/google/gemma-2-9b/resolve/main/config.json: status code 403",
+        "Error: request error: HTTP status client error (401 Unauthorized) for url (https://huggingface.co/api/models/meta-llama/Llama-3.1-8B-Instruct/revision/main)",
+        # huggingface/datasets load.py DatasetNotFoundError
+        "datasets.exceptions.DatasetNotFoundError: Dataset 'Idavidrein/gpqa' is a gated dataset on the Hub. You must be authenticated to access it.",
+        "FileNotFoundError: Dataset 'acme/private-prompts' doesn't exist on the Hub or cannot be accessed.",
+    ],
 }
 
 # Round 9: the same emitters' healthy, retried and other-signal lines.
@@ -1587,6 +1596,11 @@ HARMLESS_9: dict[str, list[str]] = {
     "vllm-engine-dead": [
         # the SIGUSR1 handler's own set-up warning
         "WARNING 11-27 10:00:00 [core_client.py:90] SIGUSR1 handler not installed because we are not running in the main thread. In this case the forked engine process may not be killed when an exception is raised, and you need to handle the engine process shutdown manually.",
+    ],
+    "hf-auth": [
+        # the same Rust client on another host, and a missing file (404)
+        "Error: request error: https://github.com/acme/tokenizers/raw/main/tokenizer.json: status code 403",
+        "Error: request error: https://huggingface.co/gpt2/resolve/main/generation_config.json: status code 404",
     ],
 }
 

@@ -1573,6 +1573,17 @@ ROUND_9: dict[str, list[str]] = {
         "datasets.exceptions.DatasetNotFoundError: Dataset 'Idavidrein/gpqa' is a gated dataset on the Hub. You must be authenticated to access it.",
         "FileNotFoundError: Dataset 'acme/private-prompts' doesn't exist on the Hub or cannot be accessed.",
     ],
+    "import-error": [
+        # pytorch/pytorch torch/_ops.py, vLLM's hint_on_error, the dispatcher, torchvision/extension.py
+        "AttributeError: '_OpNamespace' '_C' object has no attribute 'rms_norm'",
+        "Possibly you have built or installed an obsolete version of vllm.",
+        "RuntimeError: operator torchvision::nms does not exist",
+        "RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA major versions. PyTorch has CUDA Version=12.4 and torchvision has CUDA Version=11.8. Please reinstall the torchvision that matches your PyTorch install.",
+        # numpy's C-API import, CPython's circular import, CUDA's missing architecture
+        "ImportError: numpy.core.multiarray failed to import",
+        "ImportError: cannot import name 'Trainer' from partially initialized module 'trainer' (most likely due to a circular import) (/workspace/trainer.py)",
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+    ],
 }
 
 # Round 9: the same emitters' healthy, retried and other-signal lines.
@@ -1601,6 +1612,12 @@ HARMLESS_9: dict[str, list[str]] = {
         # the same Rust client on another host, and a missing file (404)
         "Error: request error: https://github.com/acme/tokenizers/raw/main/tokenizer.json: status code 403",
         "Error: request error: https://huggingface.co/gpt2/resolve/main/generation_config.json: status code 404",
+    ],
+    "import-error": [
+        # optional imports that warn and go on; torch's warnings about NumPy and this GPU's architecture
+        "WARNING 10-11 22:51:03 _custom_ops.py:18] Failed to import from vllm._C with ModuleNotFoundError(\"No module named 'vllm._C'\")",
+        "/opt/venv/lib/python3.12/site-packages/torch/_subclasses/functional_tensor.py:275: UserWarning: Failed to initialize NumPy: numpy.core.multiarray failed to import (Triggered internally at /pytorch/torch/csrc/utils/tensor_numpy.cpp:81.)",
+        "UserWarning: NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible with the current PyTorch installation.",
     ],
 }
 
@@ -1832,3 +1849,10 @@ def test_ray_clients_retries_stay_quiet_until_its_give_up(rs: RuleSet) -> None:
     retries = "\n".join(HARMLESS_9["ray-startup-failed"] * 3)
     assert decided(rs, retries) == []
     assert owner(rs, retries + "\n" + ROUND_9["ray-startup-failed"][0]) == "ray-startup-failed"
+
+
+def test_a_missing_vllm_extension_is_named_at_its_first_op_not_at_the_warning(rs: RuleSet) -> None:
+    # vllm-ascend and other plugin platforms print the warning in every healthy run; a CUDA run fails at the first op.
+    warning = HARMLESS_9["import-error"][0]
+    assert decided(rs, warning) == []
+    assert owner(rs, warning + "\n" + ROUND_9["import-error"][0]) == "import-error"

@@ -1573,6 +1573,11 @@ ROUND_9: dict[str, list[str]] = {
         "datasets.exceptions.DatasetNotFoundError: Dataset 'Idavidrein/gpqa' is a gated dataset on the Hub. You must be authenticated to access it.",
         "FileNotFoundError: Dataset 'acme/private-prompts' doesn't exist on the Hub or cannot be accessed.",
     ],
+    "cuda-oom": [
+        # vllm-project/vllm's start-up memory check (0.9+), and cupy's allocator
+        "(EngineCore_DP0 pid=4300) ValueError: Free memory on device cuda:0 (31.02/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+        "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,073,741,824 bytes (allocated so far: 2,147,483,648 bytes).",
+    ],
     "import-error": [
         # pytorch/pytorch torch/_ops.py, vLLM's hint_on_error, the dispatcher, torchvision/extension.py
         "AttributeError: '_OpNamespace' '_C' object has no attribute 'rms_norm'",

@@ -1578,11 +1578,6 @@ ROUND_9: dict[str, list[str]] = {
         "(EngineCore_DP0 pid=4300) ValueError: Free memory on device cuda:0 (31.02/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
         "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,073,741,824 bytes (allocated so far: 2,147,483,648 bytes).",
     ],
-    "node-failure": [
-        # SchedMD/slurm slurmstepd/req.c's SIG_NODE_FAIL notice, 20.02+ and 15.x-19.x
-        "slurmstepd: error: *** STEP 4242.0 ON gpu-07 CANCELLED AT 2026-11-27T10:00:00 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
-        "slurmstepd: error: *** JOB 4242 CANCELLED AT 2019-03-01T10:00:00 DUE TO NODE gpu-07 FAILURE ***",
-    ],
     "import-error": [
         # pytorch/pytorch torch/_ops.py, vLLM's hint_on_error, the dispatcher, torchvision/extension.py
         "AttributeError: '_OpNamespace' '_C' object has no attribute 'rms_norm'",

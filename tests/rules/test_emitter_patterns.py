@@ -1586,7 +1586,7 @@ ROUND_9: dict[str, list[str]] = {
         "RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA major versions. PyTorch has CUDA Version=12.4 and torchvision has CUDA Version=11.8. Please reinstall the torchvision that matches your PyTorch install.",
         # numpy's C-API import, CPython's circular import, CUDA's missing architecture
         "ImportError: numpy.core.multiarray failed to import",
-        "ImportError: cannot import name 'Trainer' from partially initialized module 'trainer' (most likely due to a circular import) (/workspace/trainer.py)",
+        "AttributeError: partially initialized module 'torchvision' has no attribute 'extension' (most likely due to a circular import)",
         "RuntimeError: CUDA error: no kernel image is available for execution on the device",
     ],
 }

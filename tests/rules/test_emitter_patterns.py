@@ -1588,6 +1588,8 @@ ROUND_9: dict[str, list[str]] = {
         "ImportError: numpy.core.multiarray failed to import",
         "AttributeError: partially initialized module 'torchvision' has no attribute 'extension' (most likely due to a circular import)",
         "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+        # torch/cuda/__init__.py _lazy_init with a CPU-only wheel
+        "AssertionError: Torch not compiled with CUDA enabled",
     ],
 }
 

@@ -1583,6 +1583,7 @@ ROUND_9: dict[str, list[str]] = {
         "AttributeError: '_OpNamespace' '_C' object has no attribute 'rms_norm'",
         "Possibly you have built or installed an obsolete version of vllm.",
         "RuntimeError: operator torchvision::nms does not exist",
+        "RuntimeError: No such operator torchvision::nms",
         "RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA major versions. PyTorch has CUDA Version=12.4 and torchvision has CUDA Version=11.8. Please reinstall the torchvision that matches your PyTorch install.",
         # numpy's C-API import, CPython's circular import, CUDA's missing architecture
         "ImportError: numpy.core.multiarray failed to import",

@@ -101,15 +101,27 @@ def job_processes(job_id: str) -> list[tuple[int, list[str], dict[str, str]]]:
     return out[:MAX_PROCS]
 
 
-def _run(argv: list[str], timeout: float) -> tuple[int | None, str, str]:
+def _run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> tuple[int | None, str, str]:
     try:
-        p = subprocess.run(argv, capture_output=True, timeout=timeout, check=False)
+        p = subprocess.run(argv, capture_output=True, timeout=timeout, check=False, env=env)
         out, err = p.stdout[: MAX_TEXT * 4], p.stderr[:4096]
         return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
     except subprocess.TimeoutExpired:
         return None, "", f"did not answer within {timeout:g}s"
     except OSError as exc:
         return None, "", str(exc)
+
+
+def ray_client_env(found: list[tuple[int, list[str], dict[str, str]]]) -> dict[str, str]:
+    """How to reach the job's own Ray cluster: the RAY_ADDRESS its processes were started with (ray.sub
+    exports it to the driver) and its RAY_AUTH_* (ray.sub's per-job token: the GCS refuses a client without
+    it). Without an address `ray status` reads /tmp/ray/ray_current_cluster, which names whichever Ray last
+    started on the node (another job's, one long gone), and waits on that GCS until its timeout."""
+    for _, _, env in found:
+        address = env.get("RAY_ADDRESS", "")
+        if address and "://" not in address and address not in ("auto", "local"):
+            return {k: v for k, v in env.items() if k == "RAY_ADDRESS" or k.startswith("RAY_AUTH_")}
+    return {}
 
 
 def _bin_dir(pid: int, cmd: list[str], env: dict[str, str]) -> str | None:
@@ -211,9 +223,12 @@ def main() -> None:
         out["nvidia_smi"] = text or err
     ray = _tool("ray", dirs)
     if ray:
-        _, text, err = _run([ray, "status"], timeout)
+        client = ray_client_env(found)  # holds the job's token: passed to ray's env only, never written out
+        ray_env = {**os.environ, **client} if client else None
+        address = ["--address", client["RAY_ADDRESS"]] if client else []
+        _, text, err = _run([ray, "status", *address], timeout, ray_env)
         out["ray_status"] = text or err
-        _, text, err = _run([ray, "list", "actors", "--detail"], timeout)
+        _, text, err = _run([ray, "list", "actors", "--detail"], timeout, ray_env)
         out["ray_actors"] = text[:MAX_TEXT] or err
     json.dump(out, sys.stdout)
 

@@ -117,3 +117,26 @@ def test_rays_own_processes_are_left_out_and_the_runs_are_kept() -> None:
     assert daemon(["/venv/bin/python", "/venv/lib/ray/_private/log_monitor.py"])
     assert not daemon(["ray::RolloutWorker.generate"]) and not daemon(["ray::IDLE"])
     assert not daemon(["/venv/bin/python", "-m", "trainer", "--config", "x.yaml"])
+
+
+def test_ray_is_asked_at_the_jobs_own_address_with_its_token_not_whichever_ray_last_started_here() -> None:
+    driver = (
+        11,
+        ["python", "-m", "trainer"],
+        {
+            "SLURM_JOB_ID": "7",
+            "RAY_ADDRESS": "10.0.0.5:6379",
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": "t0k",
+            "HOME": "/home/u",
+        },
+    )
+    worker = (12, ["ray::RolloutWorker"], {"SLURM_JOB_ID": "7"})
+    assert forensics_probe.ray_client_env([worker, driver]) == {
+        "RAY_ADDRESS": "10.0.0.5:6379",
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": "t0k",
+    }
+    assert forensics_probe.ray_client_env([worker]) == {}
+    client = (13, ["python"], {"RAY_ADDRESS": "ray://head:10001"})  # a Ray client's, not a GCS
+    assert forensics_probe.ray_client_env([client, (14, ["python"], {"RAY_ADDRESS": "auto"})]) == {}

@@ -7,6 +7,7 @@ a fake that reports the node's state as `scontrol -o show node` did on the dev c
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 
 from supervisor.act.actions import Actions
 from supervisor.domain.runs import RunState
-from supervisor.rules.engine import MatcherState, load_ruleset
+from supervisor.rules.engine import Match, MatcherState, load_ruleset
 from supervisor.rules.replay import replay_text
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmRejected
@@ -53,6 +54,18 @@ class Slurm:
         return self.state
 
 
+@functools.cache
+def the_fault() -> Match:
+    """The real rules' decision on the fault line (loaded once: compiling the rules is most of a test)."""
+    *_, m = [
+        m
+        for m in replay_text(load_ruleset(), FAULT, st=MatcherState(run_id="r1", attempt=1))
+        if not m.followup
+    ]
+    assert m.rule == "cuda-hardware-error"
+    return m
+
+
 def fault_on_the_worker(tmp: Path, node_state: str | Exception | None) -> tuple[str, Slurm, Store]:
     """Job 77 of a run with one spare node, under the runner, its driver run 1 just exited after a GPU fault
     on node2 (the head is node1); returns what Shepherd did."""
@@ -82,12 +95,7 @@ def fault_on_the_worker(tmp: Path, node_state: str | Exception | None) -> tuple[
     (d / runner.exit_name(1)).write_text(f"run=1\ncode=1\nat={NOW}\nend\n")
     slurm = Slurm(node_state)
     actions = Actions(store, slurm, FakeScheduler(), Sink(), settings, clock=lambda: NOW)
-    *_, m = [
-        m
-        for m in replay_text(load_ruleset(), FAULT, st=MatcherState(run_id="r1", attempt=1))
-        if not m.followup
-    ]
-    assert m.rule == "cuda-hardware-error"
+    m = the_fault()
     attempt = store.get_attempt("r1", 1)
     assert attempt is not None
     anyio.run(actions.on_match, run, attempt, m)

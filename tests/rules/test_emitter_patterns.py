@@ -1572,6 +1572,10 @@ ROUND_9: dict[str, list[str]] = {
         # huggingface/datasets load.py DatasetNotFoundError
         "datasets.exceptions.DatasetNotFoundError: Dataset 'Idavidrein/gpqa' is a gated dataset on the Hub. You must be authenticated to access it.",
         "FileNotFoundError: Dataset 'acme/private-prompts' doesn't exist on the Hub or cannot be accessed.",
+        # the Hub's own 403 texts for a gated repo, as huggingface_hub appends them
+        "Your request to access model meta-llama/Llama-3.1-8B-Instruct is awaiting a review from the repo authors.",
+        "Your request to access model meta-llama/Llama-3.1-8B-Instruct has been rejected by the repo's authors.",
+        "huggingface_hub.errors.HfHubHTTPError: 403 Forbidden: Please enable access to public gated repositories in your fine-grained token settings to view this repository.",
     ],
     "cuda-oom": [
         # vllm-project/vllm's start-up memory check (0.9+), and cupy's allocator

@@ -1540,6 +1540,9 @@ ROUND_9: dict[str, list[str]] = {
         'Thread 12 "python" received signal SIGBUS, Bus error.',
         "mpirun noticed that process rank 1 with PID 3321 on node gpu-02 exited on signal 7 (Bus error).",
         "*** SIGBUS (@0x7f2e5c000000) received by PID 3321 (TID 0x7f2e9d1ff700) from PID 1543503872; stack trace: ***",
+        # aten/src/ATen/MapAllocator.cpp refusing a shared-memory tensor in a full /dev/shm (not a disk to free)
+        "RuntimeError: unable to write to file </torch_4242_2747491098>: No space left on device (28)",
+        "RuntimeError: unable to allocate shared memory(shm) for file </torch_43012_3143461634_13983>: No space left on device (28)",
     ],
     "nccl-error": [
         # c10/util/Exception.cpp's "Exception raised from %s at %s:%d" for ProcessGroupNCCL.cpp's watchdog functions

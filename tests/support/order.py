@@ -19,7 +19,6 @@ Kind = Literal["ray_stop", "ray", "plain"]
 SECONDS: dict[str, int] = {
     "tests/integration/test_nemo_rl_raysub.py": 478,
     "tests/integration/test_other_slurm_version.py": 340,
-    "tests/integration/test_hang_forensics.py": 242,
     "tests/integration/test_chaos.py": 234,
     "tests/integration/test_daemon.py": 204,
     "tests/integration/test_ray_launch.py": 203,
@@ -27,6 +26,7 @@ SECONDS: dict[str, int] = {
     "tests/integration/test_restart_in_place_raysub.py": 166,
     "tests/trainer/test_vllm_learning_ray.py": 155,
     "tests/integration/test_failover.py": 155,
+    "tests/integration/test_hang_forensics.py": 137,
     "tests/integration/test_demo.py": 112,
     "tests/integration/test_slack_e2e.py": 99,
     "tests/integration/test_restart_in_place.py": 95,

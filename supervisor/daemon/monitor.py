@@ -174,11 +174,11 @@ class AttemptWatch:
     # The runner said the job's next driver run starts (a restart in place): the lines from here on in the
     # driver log they share are the next attempt's, so this one reads nothing more and is dropped at once.
     superseded: bool = False
-    # A restart in place while this daemon watched the previous driver run: in the files that hold the
-    # driver's output, the lines before this run's `starting` line are that run's (its failure may be printed
-    # to two files, read at different moments), so they are not read for this attempt (Monitor._started
-    # says where the line was seen).
-    hold_before_start: bool = False
+    # A restart in place while this daemon watched the previous driver run: in these files (they hold the
+    # driver's output and were that watch's), the lines before the runner's `driver run K-1 exited` or
+    # `driver run K starting` line are the previous run's (its failure may be printed to two files, read at
+    # different moments), so they are not read for this attempt; a file leaves the set at that line.
+    held: set[str] = field(default_factory=set)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -224,9 +224,11 @@ class Monitor:
         self.watches: dict[tuple[str, int], AttemptWatch] = {}
         self._rulesets: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], RuleSet] = {}
         self._by_path: dict[str, tuple[str, int]] = {}
-        # per file holding a job's driver output: the newest `driver run K starting` line read in it, by
-        # whichever attempt's watch read it (the cursor is the file's, not the attempt's)
+        # per file holding a job's driver output: the newest `driver run K starting` line and `driver run K
+        # exited` line read in it, by whichever attempt's watch read it (the cursor is the file's, not the
+        # attempt's)
         self._started: dict[str, int] = {}
+        self._exited: dict[str, int] = {}
         # per attempt: log files read but whose cursors are not saved yet, and metrics/event file cursors
         # staged for saving; saved when that attempt's matches were dispatched, never another attempt's
         self._unsaved: dict[tuple[str, int], set[str]] = {}
@@ -296,10 +298,15 @@ class Monitor:
         if attempt.overrides.get("runner"):  # its job waits for a word whatever the spec says now
             w.driver_run = int(attempt.overrides.get("driver_run") or 1)
             w.runner_key = runner.attempt_key(run.id, attempt.n, attempt.overrides)
-            w.hold_before_start = w.driver_run >= 2 and any(
-                o.run_id == run.id and o.job_id == attempt.job_id and o.n < attempt.n
-                for o in self.watches.values()
-            )
+            if w.driver_run >= 2:
+                k = w.driver_run
+                w.held = {
+                    f
+                    for o in self.watches.values()
+                    if o.run_id == run.id and o.job_id == attempt.job_id and o.n < attempt.n
+                    for f in o.files
+                    if self._started.get(f, 0) < k and self._exited.get(f, 0) < k - 1
+                }
         w.driver_exited_at = self._recover_driver_exit(w)
         # One verdict for all of a run's log paths: polled when any of them is on a shared filesystem (an
         # adopted job's output file may live elsewhere than its log folders).
@@ -441,8 +448,7 @@ class Monitor:
                 self.follower.forget(f)
         self.watches.pop(w.key, None)
         if not any(o.run_id == w.run_id for o in self.watches.values()):
-            for f in w.files:
-                self._started.pop(f, None)
+            self._forget_runner_lines(w)
         self.changes.forget_group(w.key)
         # The run's next attempt may share paths this one watched for both (the log base, the trainer's
         # files): watch them again for it, or they would go unwatched from here on.
@@ -453,6 +459,11 @@ class Monitor:
                 self._refresh_files(other)
         if w.state.rhythms:
             self._learnt[w.run_id] = w.state.rhythms
+
+    def _forget_runner_lines(self, w: AttemptWatch) -> None:
+        for f in w.files:
+            self._started.pop(f, None)
+            self._exited.pop(f, None)
 
     def sync(self) -> list[AttemptWatch]:
         """Watch every open attempt; returns the ended ones whose files are due for their final drain."""
@@ -476,6 +487,10 @@ class Monitor:
             if key not in open_keys:
                 if w.ended_at is None:
                     w.ended_at = now
+                if w.driver_run is not None and any(self._started.get(f, 0) > w.driver_run for f in w.files):
+                    # The next attempt's watch read the runner's line for the next driver run: what is left
+                    # in the files is that run's, and this one's final drain would take it away.
+                    w.superseded = True
                 if w.superseded or now - w.ended_at > DRAIN_AFTER_END_S:
                     due.append(w)
         return due
@@ -534,11 +549,15 @@ class Monitor:
         for batch in result.batches:
             own = batch.texts
             if carries and w.driver_run is not None:
-                if w.hold_before_start and self._started.get(result.path, 0) < w.driver_run:
-                    own, _ = runner.from_run_start(own, w.driver_run)
-                for t in own:
+                if result.path in w.held:
+                    own, passed = runner.own_lines(own, w.driver_run)
+                    if passed:
+                        w.held.discard(result.path)
+                for t in batch.texts:
                     if (k := runner.run_starting(t)) is not None:
                         self._started[result.path] = max(k, self._started.get(result.path, 0))
+                    elif (k := runner.run_exited(t)) is not None:
+                        self._exited[result.path] = max(k, self._exited.get(result.path, 0))
             if not own:
                 continue
             texts = [layout.rule_text(w.contract, is_output, t) for t in own]
@@ -767,6 +786,10 @@ class Monitor:
             # own and waits for a word there, whatever the job's earlier start was told.
             if w.runner_dir is not None:
                 w.answered, w.driver_exit_seen = False, None
+                # Its driver runs count from 1 again in the files the starts share: what was read of the
+                # earlier start's runner lines says nothing about this one's.
+                w.held.clear()
+                self._forget_runner_lines(w)
             w.runner_dir, w.driver_run = d, inplace.driver_run_in(d, w.driver_run)
         if w.answered:
             return

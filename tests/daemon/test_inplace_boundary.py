@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from supervisor.daemon.compose import build
-from supervisor.daemon.monitor import Monitor
+from supervisor.daemon.monitor import DRAIN_AFTER_END_S, Monitor
 from supervisor.settings import Settings
 from supervisor.slurm.launchers import layout, runner
 from tests.support.failures import Clock  # a clock the test sets
@@ -48,7 +49,7 @@ def test_a_driver_run_failing_right_after_its_restart_in_place_is_its_own_attemp
     store.restart_in_place(
         first,
         "t2",
-        {"runner": True, runner.BY_RUN: True, "driver_run": 2},
+        {"runner": True, runner.BY_RUN: True, "driver_run": 2, "origin": 1},
         exit_code=1,
         ended_at=clock.now,
         message="attempt 2 restarted in place",
@@ -70,51 +71,120 @@ def test_a_driver_run_failing_right_after_its_restart_in_place_is_its_own_attemp
     assert [m.rule for m in monitor.read_files(w2) if not m.followup] == ["cuda-oom"]
 
 
+class Teed:
+    """Attempt 1 of a job under our launcher, whose driver's output goes to its log and to Slurm's output
+    file; its watch has read the OOM in the driver log only, and the job was restarted in place (attempt 2,
+    driver run 2). Nothing of what the runner printed after that is written yet."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        built = build(Settings(root=tmp_path / "root"))
+        self.store = store = built.store
+        store.create_run(RUN, "toy", json.dumps({"name": "toy", "command": ["true"]}), "spec.yaml")
+        store.begin_attempt(RUN, lambda n: f"t{n}", {"runner": True, runner.BY_RUN: True})
+        store.attempt_submitted(RUN, 1, JOB)
+        run, first = store.get_run(RUN), store.get_attempt(RUN, 1)
+        assert run is not None and first is not None
+        self.clock = Clock(first.intent_at + 30)
+        self.monitor = Monitor(store, built.settings, built.actions, built.heartbeats, clock=self.clock)
+        self.base = built.settings.runs_dir / RUN / "logs"
+        (self.base / f"{JOB}-logs").mkdir(parents=True)
+        self.driver_log = self.base / f"{JOB}-logs" / layout.DRIVER_LOG
+        self.output = layout.output_file(self.base, JOB)
+        self.both("driver run 1 starting (attempt 1)")
+        w1 = self.monitor.watch_for(run, first)
+        assert w1 is not None
+        self.w1 = w1
+        self.monitor.read_files(w1)
+        self.write(self.driver_log, OOM)
+        assert self.rules(w1, {str(self.driver_log)}) == ["cuda-oom"]
+        store.restart_in_place(
+            first,
+            "t2",
+            {"runner": True, runner.BY_RUN: True, "driver_run": 2, "origin": 1},
+            exit_code=1,
+            ended_at=self.clock.now,
+            message="attempt 2 restarted in place",
+            give_word=lambda n: None,
+        )
+
+    def both(self, text: str) -> None:
+        for f in (self.driver_log, self.output):
+            say(f, text)
+
+    def write(self, f: Path, line: str) -> None:
+        with f.open("a") as fh:
+            fh.write(line + "\n")
+
+    def rules(self, w: Any, paths: set[str] | None = None) -> list[str]:
+        return [m.rule for m in self.monitor.read_files(w, paths) if not m.followup]
+
+    def second(self) -> Any:
+        self.clock.now += 1
+        self.monitor.sync()
+        return self.monitor.watches[(RUN, 2)]
+
+
 def test_a_failure_printed_to_two_files_is_the_ended_driver_runs_in_both(tmp_path: Path) -> None:
     """Our launcher tees the driver's output to its log and to Slurm's output file. The first copy of an OOM
     restarted the job in place; the second copy, read after the restart, is still driver run 1's and must not
     restart the new driver run too (it once did, 55 ms later, under load)."""
-    built = build(Settings(root=tmp_path / "root"))
-    store = built.store
-    store.create_run(RUN, "toy", json.dumps({"name": "toy", "command": ["true"]}), "spec.yaml")
-    store.begin_attempt(RUN, lambda n: f"t{n}", {"runner": True, runner.BY_RUN: True})
-    store.attempt_submitted(RUN, 1, JOB)
-    run, first = store.get_run(RUN), store.get_attempt(RUN, 1)
-    assert run is not None and first is not None
-    clock = Clock(first.intent_at + 30)
-    monitor = Monitor(store, built.settings, built.actions, built.heartbeats, clock=clock)
-    base = built.settings.runs_dir / RUN / "logs"
-    (base / f"{JOB}-logs").mkdir(parents=True)
-    driver_log, output = base / f"{JOB}-logs" / layout.DRIVER_LOG, layout.output_file(base, JOB)
-    for f in (driver_log, output):
-        say(f, "driver run 1 starting (attempt 1)")
-    w1 = monitor.watch_for(run, first)
-    assert w1 is not None
-    monitor.read_files(w1)
-    with driver_log.open("a") as fh:
-        fh.write(OOM + "\n")
-    assert [m.rule for m in monitor.read_files(w1, {str(driver_log)}) if not m.followup] == ["cuda-oom"]
+    t = Teed(tmp_path)
+    t.write(t.output, OOM)  # the tee's copy of driver run 1's failure, not read yet
+    t.both("driver run 1 exited with code 1")
+    t.both("driver run 2 starting in place (attempt 2)")
+    w2 = t.second()
+    assert w2.held == {str(t.driver_log), str(t.output)}
+    assert t.rules(w2) == []
+    t.write(t.output, OOM)  # driver run 2's own failure
+    assert t.rules(w2) == ["cuda-oom"]
 
-    store.restart_in_place(
-        first,
-        "t2",
-        {"runner": True, runner.BY_RUN: True, "driver_run": 2},
-        exit_code=1,
-        ended_at=clock.now,
-        message="attempt 2 restarted in place",
-        give_word=lambda n: None,
+
+def test_a_time_limit_before_the_next_driver_run_starts_is_the_new_attempts(tmp_path: Path) -> None:
+    """The job's time limit came while the runner waited out Shepherd's backoff: driver run 2 never starts,
+    and Slurm's word about the job's end, after the runner's `exited` line, is attempt 2's to read."""
+    t = Teed(tmp_path)
+    t.write(t.output, OOM)
+    t.both("driver run 1 exited with code 1")
+    t.both("run again in 60s (Shepherd's backoff)")
+    t.write(
+        t.output,
+        f"slurmstepd: error: *** JOB {JOB} ON node1 CANCELLED AT 2026-01-01T01:00:00 DUE TO TIME LIMIT ***",
     )
-    with output.open("a") as fh:
-        fh.write(OOM + "\n")  # the tee's copy of driver run 1's failure, not read yet
-    for f in (driver_log, output):
-        say(f, "driver run 1 exited with code 1")
-        say(f, "driver run 2 starting in place (attempt 2)")
-    clock.now += 1
-    monitor.sync()
-    w2 = monitor.watches[(RUN, 2)]
-    assert w2.hold_before_start
-    assert [m.rule for m in monitor.read_files(w2) if not m.followup] == []
+    assert t.rules(t.second()) == ["slurm-time-limit"]
 
-    with output.open("a") as fh:
-        fh.write(OOM + "\n")  # driver run 2's own failure
-    assert [m.rule for m in monitor.read_files(w2) if not m.followup] == ["cuda-oom"]
+
+def test_the_ended_attempts_last_drain_leaves_the_next_driver_runs_lines(tmp_path: Path) -> None:
+    """Attempt 2's watch read the runner's `driver run 2 starting` line; attempt 1's final drain, due
+    DRAIN_AFTER_END_S later, must not read (and drop) what driver run 2 writes meanwhile."""
+    t = Teed(tmp_path)
+    t.both("driver run 1 exited with code 1")
+    t.both("driver run 2 starting in place (attempt 2)")
+    w2 = t.second()
+    assert t.rules(w2) == []
+    t.write(t.driver_log, OOM)  # driver run 2 fails, before attempt 2's watch looks again
+    t.clock.now += DRAIN_AFTER_END_S + 1
+    due = t.monitor.sync()
+    assert [w.n for w in due] == [1] and t.w1.superseded
+    anyio.run(t.monitor.drain, t.w1)
+    assert t.rules(w2) == ["cuda-oom"]
+
+
+def test_a_requeue_after_a_restart_in_place_forgets_the_earlier_starts_runner_lines(tmp_path: Path) -> None:
+    """The requeued start's runner counts driver runs from 1 again in the same Slurm output file: attempt 2
+    then reads that file whole, and no runner line of the earlier start holds or ends anything."""
+    t = Teed(tmp_path)
+    t.both("driver run 1 exited with code 1")
+    t.both("driver run 2 starting in place (attempt 2)")
+    w2 = t.second()
+    first = runner.runner_dir(t.base, runner.runner_key(1, RUN))
+    first.mkdir(parents=True)
+    (first / runner.script_name(2)).write_text("#!/bin/sh\nexec true\n# end\n")
+    t.monitor.answer_runner(w2, t.clock.now)  # the job's first start: driver run 2 runs there
+    t.write(t.output, OOM)  # not read yet when Slurm requeues the job
+    assert w2.driver_run == 2 and w2.held
+    again = runner.runner_dir(t.base, runner.runner_key(1, RUN), start=1)
+    again.mkdir()
+    t.monitor.answer_runner(w2, t.clock.now)
+    assert w2.driver_run == 1 and w2.held == set()
+    assert all(str(f) not in t.monitor._started for f in (t.driver_log, t.output))
+    assert t.rules(w2) == ["cuda-oom"]  # the requeued start's failure (the earlier start's copy was read)

@@ -25,6 +25,7 @@ ENV_POLL = "SHEPHERD_RUNNER_POLL_S"
 # run K starting ...` (the boundary between two driver runs of one job in the one log file they share).
 RUN_STARTING_RE = re.compile(rb"(?m)^shepherd-runner \[[^]]*\]: driver run (\d+) starting")
 _RUN_STARTING = re.compile(RUN_STARTING_RE.pattern.decode())
+_RUN_EXITED = re.compile(r"shepherd-runner \[[^]]*\]: driver run (\d+) exited with code")
 
 
 def run_starting(line: str) -> int | None:
@@ -33,13 +34,22 @@ def run_starting(line: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def from_run_start(texts: Sequence[str], run: int) -> tuple[list[str], bool]:
-    """The lines of a file the driver's output goes to, from driver run `run`'s `starting` line on (the
-    earlier ones, the previous driver run's, blanked so line numbers stay true), and whether it was there
-    (if not, every line is the previous run's)."""
+def run_exited(line: str) -> int | None:
+    """K when `line` is the runner's `driver run K exited with code C` line, else None."""
+    m = _RUN_EXITED.match(line) if line.startswith("shepherd-runner [") else None
+    return int(m.group(1)) if m else None
+
+
+def own_lines(texts: Sequence[str], run: int) -> tuple[list[str], bool]:
+    """The lines of a file the driver's output goes to that are driver run `run`'s or later: those after the
+    runner's `driver run <run-1> exited` line, or from its `driver run <run> starting` line, whichever comes
+    first (the earlier ones, the previous run's, blanked so line numbers stay true); and whether that line
+    was there (if not, every line is the previous run's)."""
     for i, text in enumerate(texts):
         if run_starting(text) == run:
             return [""] * i + list(texts[i:]), True
+        if run_exited(text) == run - 1:
+            return [""] * (i + 1) + list(texts[i + 1 :]), True
     return [""] * len(texts), False
 
 

@@ -294,9 +294,12 @@ def parse_scontrol_nodes(text: str) -> list[SlurmNode]:
 
 
 # What Slurm says when a node's host is gone, not merely kept from new work (the DRAIN and FAIL flags an
-# admin or a health check sets leave the host up, running its jobs: `IDLE+DRAIN`, `MIXED+FAIL`): state words
-# as `scontrol show node` prints them, `*` being NOT_RESPONDING in its short form (`DOWN*+DRAIN`).
-_HOST_GONE_WORDS = frozenset({"DOWN", "NOT_RESPONDING", "POWERED_DOWN", "POWER_DOWN", "POWERING_DOWN"})
+# admin or a health check sets leave the host up, running its jobs: `IDLE+DRAIN`, `MIXED+FAIL`; so does a
+# requested POWER_DOWN or REBOOT_REQUESTED, carried out once its jobs end): state words as `scontrol show
+# node` prints them, `*` being NOT_RESPONDING in its short form (`DOWN*+DRAIN`).
+_HOST_GONE_WORDS = frozenset(
+    {"DOWN", "NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN", "POWERING_UP", "REBOOT_ISSUED"}
+)
 
 
 def host_down(state: str) -> bool:

@@ -365,3 +365,6 @@ def test_a_nodes_host_is_down_when_slurm_says_down_not_responding_or_powered_off
     assert host_down("DOWN*+DRAIN") and host_down("IDLE*") and host_down("MIXED+NOT_RESPONDING")
     assert host_down("IDLE+POWERED_DOWN") and host_down("IDLE~")
     assert not host_down("MIXED+DRAIN") and not host_down("ALLOCATED+COMPLETING")
+    # A requested power-down or reboot waits for the jobs; an issued reboot or a boot runs none.
+    assert not host_down("MIXED+POWER_DOWN") and not host_down("MIXED+REBOOT_REQUESTED")
+    assert host_down("DOWN+REBOOT_ISSUED") and host_down("IDLE+POWERING_UP")

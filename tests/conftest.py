@@ -44,6 +44,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A notes file left by an earlier session whose controller had this pid is not this session's."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        waits_file(os.getpid()).unlink(missing_ok=True)
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """What the Ray lock cost this session: the tests that waited for it (a worker idle meanwhile, unless
     the wait is the scheduling's fault of no other work), so the order in tests/support/order.py can be

@@ -55,11 +55,15 @@ def waits_file(session_pid: int) -> Path:
 
 
 def _note_wait(who: str, exclusive: bool, seconds: float) -> None:
+    """A note, never a failure: a lock folder that cannot be written must not fail (or wedge) the test."""
     if seconds < 1.0:
         return
     pid = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
-    with open(waits_file(pid), "a", encoding="utf-8") as f:
-        f.write(f"{seconds:.1f}\t{'exclusive' if exclusive else 'shared'}\t{who}\n")
+    try:
+        with open(waits_file(pid), "a", encoding="utf-8") as f:
+            f.write(f"{seconds:.1f}\t{'exclusive' if exclusive else 'shared'}\t{who}\n")
+    except OSError:
+        pass
 
 
 @contextmanager

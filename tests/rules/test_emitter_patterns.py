@@ -1315,6 +1315,9 @@ HARMLESS_6: dict[str, list[str]] = {
         "2026-11-27 10:00:00,000\tINFO worker.py:1771 -- Started a local Ray instance.",
         "socat: E Could not connect to socket /tmp/foo.sock",
         "[2026-11-27 10:00:00,000 I 4242 4242] core_worker_process.cc:514: Constructing CoreWorkerProcess. pid: 4242",
+        # _private/services.py get_ray_address_from_environment (2.x-2.60): a warning, and the driver connects (seen
+        # in CI: a healthy NeMo RL ray.sub job restarted three times in place over it)
+        "2026-11-27 23:07:22,693\tWARNING services.py:442 -- Found multiple active Ray instances: {'192.0.2.2:24900', '192.0.2.2:1200'}. Connecting to latest cluster at 192.0.2.2:1200. You can override this by setting the `--address` flag or `RAY_ADDRESS` environment variable.",
     ],
     "logger-degraded": [
         "wandb: Network error (ReadTimeout), entering retry loop.",

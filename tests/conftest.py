@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.order import Kind, SuiteFile, file_order
+from tests.support.order import Kind, SuiteFile, file_order, scope
 from tests.support.raylock import ray_users, waits_file
 
 REAL_PARTS = ("slurm", "ray", "vllm", "fuse")
@@ -69,6 +69,21 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.write_sep("=", f"Ray lock waits: {total:.0f}s over {len(rows)} tests")
     for seconds, mode, who in rows[:10]:
         terminalreporter.write_line(f"{float(seconds):7.1f}s {mode:9} {who}")
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile`, with NeMo RL's ray.sub files as one unit (tests/support/order.py's `scope`): one
+    worker runs them back to back, where two workers holding one each waited on the Ray lock."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class RaySubTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope(nodeid)
+
+    return RaySubTogether(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

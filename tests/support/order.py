@@ -1,8 +1,12 @@
-"""The order pytest-xdist hands test files out in, so that two workers on two cores finish together.
+"""The order pytest-xdist hands test files out in, so that the workers finish together and none sits idle
+waiting for the Ray lock.
 
-Longest files first (a long file handed out last is a tail with one core idle), and NeMo RL's ray.sub files
-(`ray_stop`: each runs alone among the Ray tests, tests/support/raylock.py) each followed by long files
-without Ray, one per other worker, so they have work that does not wait for the lock. The seconds are measured
+NeMo RL's ray.sub files (`ray_stop`: each runs alone among the Ray tests, tests/support/raylock.py) are one
+unit of work for xdist (`scope`, through tests/conftest.py's scheduler): one worker runs them back to back.
+Handed out as separate files, a second worker took one while the first ran and waited for the lock (570 s of
+idle workers in the 2026-11-27 clean-ci). That unit goes first; then files without Ray, longest first, enough
+to keep the other workers busy while it runs (they would wait for the lock with a Ray file); then the rest,
+longest first (a long file handed out last is a tail with the other workers idle). The seconds are measured
 (scripts/test prints the slowest 20 tests; these are whole files on the 2-core machine, 2026-11-27), used
 only for the order; a file not listed is guessed from its number of tests. The integration tier runs with
 `--no-loadscope-reorder`: xdist's own reorder (most tests first) would undo this.
@@ -17,20 +21,20 @@ from typing import Literal
 Kind = Literal["ray_stop", "ray", "plain"]
 
 SECONDS: dict[str, int] = {
-    "tests/integration/test_nemo_rl_raysub.py": 478,
-    "tests/integration/test_other_slurm_version.py": 340,
+    "tests/integration/test_nemo_rl_raysub.py": 560,
+    "tests/integration/test_other_slurm_version.py": 240,
     "tests/integration/test_chaos.py": 234,
     "tests/integration/test_daemon.py": 204,
     "tests/integration/test_ray_launch.py": 203,
     "tests/integration/test_rules_resume.py": 172,
     "tests/integration/test_restart_in_place_raysub.py": 166,
-    "tests/trainer/test_vllm_learning_ray.py": 155,
-    "tests/integration/test_failover.py": 155,
+    "tests/trainer/test_vllm_learning_ray.py": 260,
+    "tests/integration/test_failover.py": 190,
     "tests/integration/test_hang_forensics.py": 137,
     "tests/integration/test_demo.py": 112,
     "tests/integration/test_slack_e2e.py": 99,
     "tests/integration/test_restart_in_place.py": 95,
-    "tests/integration/test_resume_points.py": 82,
+    "tests/integration/test_resume_points.py": 70,
     "tests/integration/test_faults.py": 69,
     "tests/integration/test_ended_not_written.py": 63,
     "tests/integration/test_health_faults.py": 63,
@@ -85,18 +89,34 @@ class SuiteFile:
         return GUESS_PER_TEST_S[key] * self.tests
 
 
+# Every file with a `ray_stop` test (tests/test_suite_order.py checks the list against the sources): xdist's
+# scheduler runs in the controlling process, which sees test ids, not markers.
+RAY_SUB_FILES = (
+    "tests/integration/test_nemo_rl_raysub.py",
+    "tests/integration/test_restart_in_place_raysub.py",
+    "tests/integration/test_resume_points.py",
+    "tests/integration/test_job_secrets.py",
+)
+RAY_SUB_UNIT = "NeMo RL's ray.sub files (tests/support/order.py)"
+
+
+def scope(nodeid: str) -> str:
+    """A test's unit of work in the integration tier: its file, or the one unit of ray.sub files."""
+    path = nodeid.split("::", 1)[0]
+    return RAY_SUB_UNIT if path in RAY_SUB_FILES else path
+
+
 def file_order(files: Sequence[SuiteFile], workers: int = 2) -> list[str]:
-    """Longest first; each ray.sub file followed by the longest files left that start no Ray, one for each
-    other worker."""
+    """The ray.sub files first (one unit), then files without Ray, longest first, until they fill the other
+    workers for as long as the unit runs; then the rest, longest first."""
     by_time = sorted(files, key=lambda f: -f.seconds)  # stable: equal times keep the files' order
     exclusive = [f for f in by_time if f.kind == "ray_stop"]
-    plain = [f for f in by_time if f.kind == "plain"]
-    order: list[SuiteFile] = []
-    for f in exclusive:
-        order.append(f)
-        for _ in range(max(1, workers - 1)):
-            if plain:
-                order.append(plain.pop(0))
+    budget = max(1, workers - 1) * sum(f.seconds for f in exclusive)
+    order = list(exclusive)
+    for f in by_time:
+        if f.kind == "plain" and budget > 0:
+            order.append(f)
+            budget -= f.seconds
     placed = {f.path for f in order}
     order += [f for f in by_time if f.path not in placed]
     return [f.path for f in order]

@@ -174,10 +174,11 @@ class AttemptWatch:
     # The runner said the job's next driver run starts (a restart in place): the lines from here on in the
     # driver log they share are the next attempt's, so this one reads nothing more and is dropped at once.
     superseded: bool = False
-    # A restart in place while this daemon watched the previous driver run: in these files (they hold the
-    # driver's output and were that watch's), the lines before the runner's `driver run K-1 exited` or
-    # `driver run K starting` line are the previous run's (its failure may be printed to two files, read at
-    # different moments), so they are not read for this attempt; a file leaves the set at that line.
+    # A restart in place while this daemon watched the previous driver run: in these files (there when this
+    # watch began, or the previous watch's; those that hold the driver's output count), the lines before the
+    # runner's `driver run K-1 exited` or `driver run K starting` line are the previous run's (its failure may
+    # be printed to two files, read at different moments), so they are not read for this attempt; a file
+    # leaves the set at that line.
     held: set[str] = field(default_factory=set)
 
     @property
@@ -298,15 +299,6 @@ class Monitor:
         if attempt.overrides.get("runner"):  # its job waits for a word whatever the spec says now
             w.driver_run = int(attempt.overrides.get("driver_run") or 1)
             w.runner_key = runner.attempt_key(run.id, attempt.n, attempt.overrides)
-            if w.driver_run >= 2:
-                k = w.driver_run
-                w.held = {
-                    f
-                    for o in self.watches.values()
-                    if o.run_id == run.id and o.job_id == attempt.job_id and o.n < attempt.n
-                    for f in o.files
-                    if self._started.get(f, 0) < k and self._exited.get(f, 0) < k - 1
-                }
         w.driver_exited_at = self._recover_driver_exit(w)
         # One verdict for all of a run's log paths: polled when any of them is on a shared filesystem (an
         # adopted job's output file may live elsewhere than its log folders).
@@ -316,6 +308,17 @@ class Monitor:
         if attempt.slurm_state == JobState.PENDING.value:
             self.changes.pause(key)  # a pending job writes nothing: its polled paths cost nothing
         self._refresh_files(w)
+        if w.driver_run is not None and w.driver_run >= 2:
+            # The files there are now, or that the previous watch had (a requeue's folder made later is the
+            # requeued start's, which counts driver runs from 1: see answer_runner).
+            k = w.driver_run
+            prev = [o for o in self.watches.values() if o.run_id == run.id and o.job_id == attempt.job_id]
+            if any(o.n < attempt.n for o in prev):
+                w.held = {
+                    f
+                    for f in w.files.union(*(o.files for o in prev if o.n < attempt.n))
+                    if self._started.get(f, 0) < k and self._exited.get(f, 0) < k - 1
+                }
         return w
 
     def _mark_tracker(self, run: RunRow, attempt: AttemptRow) -> MarkTracker:

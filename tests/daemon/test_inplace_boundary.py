@@ -188,3 +188,23 @@ def test_a_requeue_after_a_restart_in_place_forgets_the_earlier_starts_runner_li
     assert w2.driver_run == 1 and w2.held == set()
     assert all(str(f) not in t.monitor._started for f in (t.driver_log, t.output))
     assert t.rules(w2) == ["cuda-oom"]  # the requeued start's failure (the earlier start's copy was read)
+
+
+def test_a_copy_in_a_file_the_previous_watch_had_not_found_yet_is_still_the_previous_runs(
+    tmp_path: Path,
+) -> None:
+    """A requeued start writes a new `<job>-1-logs/` folder: its driver log held the OOM's other copy when
+    the restart in place came, before attempt 1's watch had listed the folder (seen in CI, 86 ms apart)."""
+    t = Teed(tmp_path)
+    restart_log = t.base / f"{JOB}-1-logs" / layout.DRIVER_LOG
+    restart_log.parent.mkdir()
+    for text in ("driver run 1 starting (attempt 1)",):
+        say(restart_log, text)
+    t.write(restart_log, OOM)
+    say(restart_log, "driver run 1 exited with code 1")
+    w2 = t.second()
+    assert str(restart_log) in w2.held and str(restart_log) not in t.w1.files
+    assert t.rules(w2) == []
+    say(restart_log, "driver run 2 starting in place (attempt 2)")
+    t.write(restart_log, OOM)  # driver run 2's own
+    assert t.rules(w2) == ["cuda-oom"]

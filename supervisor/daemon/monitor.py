@@ -168,9 +168,8 @@ class AttemptWatch:
     runner_key: str = ""  # what the runner's folders are named after (runner.runner_key)
     driver_exit_seen: float | None = None  # when the runner's report of the driver's exit was first read
     answered: bool = False  # the runner has its word for this driver run (or a decision gives it)
-    runner_dir: Path | None = (
-        None  # the runner's folder the two fields above are about (a requeue: a new one)
-    )
+    # the runner's folder the two fields above are about (a requeue: a new one)
+    runner_dir: Path | None = None
     # The runner said the job's next driver run starts (a restart in place): the lines from here on in the
     # driver log they share are the next attempt's, so this one reads nothing more and is dropped at once.
     superseded: bool = False
@@ -559,6 +558,8 @@ class Monitor:
                 for t in batch.texts:
                     if (k := runner.run_starting(t)) is not None:
                         self._started[result.path] = max(k, self._started.get(result.path, 0))
+                        if k > w.driver_run and name == layout.DRIVER_LOG:
+                            w.superseded = True  # the lines from here on are the next driver run's
                     elif (k := runner.run_exited(t)) is not None:
                         self._exited[result.path] = max(k, self._exited.get(result.path, 0))
             if not own:
@@ -567,10 +568,6 @@ class Monitor:
             out += scan_lines(w.rules, w.state, texts, name, batch.first_line, now, prefixes=batch.prefixes)
             if name == layout.DRIVER_LOG:
                 out += self._driver_log(w, own, now)
-                if w.driver_run is not None and any(
-                    (k := runner.run_starting(t)) is not None and k > w.driver_run for t in own
-                ):
-                    w.superseded = True
             for text in own:
                 if "wandb" in text and (url := wandb_run_url(text)):
                     w.wandb_url = url

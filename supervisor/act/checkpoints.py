@@ -45,14 +45,16 @@ def run_checkpoints(spec: JobSpec, lineage: str | None = None) -> list[Kept]:
 
 
 def keep_the_choice(
-    spec: JobSpec, overrides: AttemptOverrides, *, run_id: str, attempt: int
+    spec: JobSpec, overrides: AttemptOverrides, *, run_id: str, attempt: int, settled: bool = True
 ) -> AttemptOverrides:
     """The overrides to submit, so that a self-resuming trainer still loads the checkpoint that was chosen.
 
     The choice is made while the failed job may still run, and a trainer stopped by scancel's SIGTERM saves
     one more step on its way out (ours does; NeMo RL does at its save deadline). A trainer that resumes from
     its dir's newest step would load that one (after a NaN: the poisoned weights), so a pinned choice that is
-    no longer the newest is staged now, when the old job is gone.
+    no longer the newest is staged at submission. `settled`: Slurm said the old job ended. Until then (it is
+    COMPLETING: Slurm marks a cancelled job so at once, while its processes are still being stopped) a save
+    may still land after this look, so a pinned choice is staged even while it is the newest.
     """
     ck = spec.checkpoint
     chosen = Path(overrides.checkpoint) if overrides.checkpoint else None
@@ -62,7 +64,7 @@ def keep_the_choice(
         return overrides  # already staged: nothing else writes there
     m = STEP_DIR_RE.match(chosen.name)
     newest = newest_checkpoint_step(spec)
-    if m is None or newest is None or newest <= int(m.group(1)) or not chosen.is_dir():
+    if m is None or not chosen.is_dir() or (settled and (newest is None or newest <= int(m.group(1)))):
         return overrides
     staged = stage(staged_root(ck.dir, run_id), chosen, attempt)
     return replace(overrides, checkpoint=str(staged / chosen.name), checkpoint_dir=str(staged))

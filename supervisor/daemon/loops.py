@@ -397,7 +397,8 @@ class Daemon:
         last = self.store.latest_attempt(run.id)
         if last is None or last.state not in (AttemptState.INTENT, AttemptState.SUBMITTED):
             return False
-        # COMPLETING: the batch script is gone and only cleanup remains; the next attempt may queue behind it.
+        # COMPLETING: Slurm is stopping the job's processes (a scancelled job is so at once); the next attempt
+        # may queue behind it. What its trainer may still save on its way out: submit_attempt.
         return last.slurm_state != JobState.COMPLETING.value
 
     async def _tuned_save_period(self, run: RunRow, overrides: AttemptOverrides) -> AttemptOverrides:
@@ -443,9 +444,14 @@ class Daemon:
         spec = run.spec
         overrides = AttemptOverrides.from_dict(run.next_attempt)
         last = self.store.latest_attempt(run.id)
+        # A resume may go ahead while the old job is COMPLETING (_previous_attempt_alive): its trainer may
+        # still be saving on its way out.
+        settled = last is None or last.slurm_state != JobState.COMPLETING.value
         try:
             overrides = await anyio.to_thread.run_sync(
-                lambda: keep_the_choice(spec, overrides, run_id=run.id, attempt=(last.n if last else 0) + 1)
+                lambda: keep_the_choice(
+                    spec, overrides, run_id=run.id, attempt=(last.n if last else 0) + 1, settled=settled
+                )
             )
         except OSError as exc:  # the attempt goes ahead with the choice as it was; say why it may differ
             log.warning("could not stage the chosen checkpoint", run_id=run.id, error=str(exc))

@@ -75,3 +75,16 @@ def test_a_choice_still_newest_or_not_pinned_is_submitted_as_it_is(tmp_path: Pat
     save(ck, 34, 100)
     latest = AttemptOverrides(checkpoint=str(ck / "step_32"))  # `latest`: the newer save is welcome
     assert keep_the_choice(spec(ck), latest, run_id="r1", attempt=2) == latest
+
+
+def test_a_pinned_choice_is_staged_while_the_old_job_is_still_completing(tmp_path: Path) -> None:
+    """Slurm marks a scancelled job COMPLETING at once; its trainer may save step_34 after this look (seen
+    under load: the resumed attempt then loaded the NaN weights). Until the job ended, step_32 is staged."""
+    ck = tmp_path / "ck"
+    for step in (30, 32):
+        save(ck, step, 100)
+    chosen = AttemptOverrides(checkpoint=str(ck / "step_32"), pinned=True)
+    got = keep_the_choice(spec(ck), chosen, run_id="r1", attempt=2, settled=False)
+    assert got.checkpoint_dir is not None and Path(got.checkpoint_dir).parent != ck
+    save(ck, 34, 100)  # the dying trainer's last save
+    assert sorted(p.name for p in Path(got.checkpoint_dir).iterdir()) == ["step_32"]

@@ -154,6 +154,9 @@ class AttemptWatch:
     driver_log: DriverLogReader = field(default_factory=DriverLogReader)  # NeMo RL's banners and results
     tb_rescan: bool = True  # list the event files again on the next read (with the log files' re-listing)
     tb_saved: dict[str, tuple[int, int]] = field(default_factory=dict)  # event file -> (inode, offset) saved
+    # When Slurm started its job (None: not yet): the trainer's metrics files are shared by a run's attempts,
+    # and what they hold from before is the last attempt's (see read_trainer)
+    started_at: float | None = None
     ended_at: float | None = None
     refreshed_at: float = 0.0
     progress: dict[str, object] = field(default_factory=dict)
@@ -295,6 +298,7 @@ class Monitor:
         if spec.trainer_log_dir is not None:
             w.status = StatusReader(spec.trainer_log_dir / STATUS_FILE)
         w.marks = self._mark_tracker(run, attempt)
+        w.started_at = attempt.started_at
         if attempt.overrides.get("runner"):  # its job waits for a word whatever the spec says now
             w.driver_run = int(attempt.overrides.get("driver_run") or 1)
             w.runner_key = runner.attempt_key(run.id, attempt.n, attempt.overrides)
@@ -480,6 +484,8 @@ class Monitor:
             open_keys.add((a.run_id, a.n))
             known = (a.run_id, a.n) in self.watches
             w = self.watch_for(run, a)
+            if w is not None:
+                w.started_at = a.started_at
             # New log files usually announce themselves as change events; the periodic re-listing is a
             # safety net, kept rare because on Lustre/GPFS every listing is metadata-server load.
             if w is not None and known and now - w.refreshed_at >= REFRESH_EVERY_S:
@@ -699,13 +705,16 @@ class Monitor:
     def read_trainer(self, w: AttemptWatch) -> list[Match]:
         now = self.clock()
         out: list[Match] = self.read_bars(w) + self.read_status(w, now)
-        if w.spec.trainer_log_dir is not None:
-            # The metrics file and event files are shared by a run's attempts: rows dated before this attempt
-            # was even submitted are the last attempt's, written as it died (a NaN step the rollback already
-            # answered). They are not this attempt's to be judged by.
+        if w.spec.trainer_log_dir is not None and w.started_at is not None:
+            # The metrics file and event files are shared by a run's attempts. Rows dated before this
+            # attempt's job started are the last attempt's, written as it died: a NaN step the rollback
+            # already answered (Slurm calls a cancelled job COMPLETING at once and the resume may be
+            # submitted then, while the old trainer still saves). They are not this attempt's to be judged
+            # by, and until its job started none are: the files are not read before (their cursors wait).
             # (A row without its own time is stamped `now`, as in _mark_metric_steps: it is kept.)
+            floor = max(w.marks.not_before, w.started_at)
             read = self.read_metrics(w, w.spec.trainer_log_dir, now)
-            events = [e for e in read if e.at == now or e.at >= w.marks.not_before]
+            events = [e for e in read if e.at == now or e.at >= floor]
             for mev in events:
                 out += feed(w.rules, w.state, mev)
             self._mark_metric_steps(w, events, now)
@@ -893,6 +902,7 @@ class Monitor:
             if ev.state.is_terminal:
                 await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code, ev.signal)
             return
+        w.started_at = attempt.started_at  # with the state: a job that ran within one poll is drained too
         if ev.state == JobState.PENDING:
             self.changes.pause(w.key)
         else:

@@ -11,6 +11,7 @@ from pathlib import Path
 from supervisor.daemon.compose import build
 from supervisor.daemon.monitor import Monitor
 from supervisor.settings import Settings
+from supervisor.store import Store
 
 RUN = "toy-20260101-000000-abcd"
 
@@ -29,6 +30,22 @@ def write_status(logs: Path, **fields: object) -> None:
     os.replace(tmp, logs / "status.json")
 
 
+def started(store: Store, n: int = 1, after_s: float = 0.0) -> float:
+    """Slurm started attempt n's job `after_s` after its intent (as a poll records it); returns the intent."""
+    attempt = store.get_attempt(RUN, n)
+    assert attempt is not None
+    store.observe_attempt(
+        RUN,
+        n,
+        slurm_state="RUNNING",
+        reason=None,
+        nodes="node1",
+        started=True,
+        started_at=attempt.intent_at + after_s,
+    )
+    return attempt.intent_at
+
+
 def test_the_monitor_records_ray_up_steps_rewards_and_stretches_of_a_resumed_attempt(tmp_path: Path) -> None:
     logs = tmp_path / "trainer-logs"
     (logs / "exp_001").mkdir(parents=True)
@@ -44,10 +61,10 @@ def test_the_monitor_records_ray_up_steps_rewards_and_stretches_of_a_resumed_att
     store.create_run(RUN, "toy", json.dumps(spec), "spec.yaml")
     store.begin_attempt(RUN, lambda n: f"t{n}", {"checkpoint": str(tmp_path / "ck" / "step_10")})
     store.attempt_submitted(RUN, 1, "4242")
+    t0 = started(store)
     attempt = store.get_attempt(RUN, 1)
     run = store.get_run(RUN)
     assert attempt is not None and run is not None
-    t0 = attempt.intent_at
     clock = Clock(t0 + 30)
     monitor = Monitor(store, built.settings, built.actions, built.heartbeats, clock=clock)
 
@@ -99,7 +116,7 @@ def test_the_monitor_records_ray_up_steps_rewards_and_stretches_of_a_resumed_att
 class Watched:
     """One submitted attempt whose trainer writes metrics.jsonl, watched by a monitor on a fake clock."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, *, running: bool = True) -> None:
         self.logs = tmp_path / "trainer-logs"
         (self.logs / "exp_001").mkdir(parents=True)
         built = build(Settings(root=tmp_path / "root"))
@@ -108,6 +125,8 @@ class Watched:
         self.store.create_run(RUN, "toy", json.dumps(spec), "spec.yaml")
         self.store.begin_attempt(RUN, lambda n: f"t{n}", {})
         self.store.attempt_submitted(RUN, 1, "4242")
+        if running:
+            started(self.store)
         attempt, run = self.store.get_attempt(RUN, 1), self.store.get_run(RUN)
         assert attempt is not None and run is not None
         self.t0 = attempt.intent_at
@@ -158,3 +177,21 @@ def test_each_metric_keeps_the_step_it_was_logged_at(tmp_path: Path) -> None:
     a.monitor.read_trainer(a.w)
     assert a.w.progress["metric_steps"]["val:accuracy"] == 10  # type: ignore[index]
     assert a.w.progress["metric_steps"]["train:reward"] == 12  # type: ignore[index]
+
+
+def test_rows_the_last_attempt_wrote_after_the_resume_was_submitted_are_not_the_new_attempts(
+    tmp_path: Path,
+) -> None:
+    """Slurm calls a scancelled job COMPLETING at once, and the resume is submitted then: the dying trainer
+    logged its NaN step 34 a moment after the new attempt's intent. Nothing in the shared file is the new
+    attempt's until its job started, and then only what was written since (seen under load: the resumed
+    attempt, still pending, was judged by that row and the run gave up)."""
+    a = Watched(tmp_path, running=False)
+    a.append({"step": 34, "time": a.t0 + 0.5, "train/loss": float("nan")})
+    assert a.monitor.read_trainer(a.w) == [] and "metrics" not in a.w.progress  # pending: not read yet
+    started(a.store, after_s=6.0)
+    a.monitor.sync()
+    assert a.monitor.read_trainer(a.w) == [] and "metrics" not in a.w.progress
+    a.append({"step": 33, "time": a.t0 + 20, "train/loss": 0.5})
+    a.monitor.read_trainer(a.w)
+    assert a.w.progress["metrics"]["train:loss"] == 0.5  # type: ignore[index]

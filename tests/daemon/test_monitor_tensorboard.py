@@ -60,6 +60,10 @@ def root(tmp_path: Path) -> Path:
     store.create_run(RUN, "nrl", json.dumps(spec), "spec.yaml")
     store.begin_attempt(RUN, lambda n: f"t{n}", {})
     store.attempt_submitted(RUN, 1, "4242")
+    intent = store.get_attempt(RUN, 1).intent_at  # type: ignore[union-attr]
+    store.observe_attempt(
+        RUN, 1, slurm_state="RUNNING", reason=None, nodes="node1", started=True, started_at=intent
+    )
     store.close()
     return tmp_path
 

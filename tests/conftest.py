@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
 
-from tests.support.order import Kind, SuiteFile, file_order, scope
-from tests.support.raylock import ray_users, waits_file
+from tests.support.order import RAY_SUB_UNIT, Kind, SuiteFile, file_order, scope
+from tests.support.raylock import holds_exclusive, ray_users, waits_file
 
 REAL_PARTS = ("slurm", "ray", "vllm", "fuse")
 
@@ -32,16 +33,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         )
 
 
+# The exclusive hold a ray.sub unit's test passes on to the next test of the unit on its worker.
+_passed_on = ExitStack()
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Ray tests run beside each other; a `ray_stop` test (NeMo RL's ray.sub) runs alone among them. Taken
-    outside pytest-timeout's clock (this wrapper is the outermost): a wait for a turn is not the test's."""
+    outside pytest-timeout's clock (this wrapper is the outermost): a wait for a turn is not the test's.
+
+    The worker that runs the ray.sub unit (tests/support/order.py) keeps the exclusive hold from one of the
+    unit's tests to the next, its few tests of our own ray.sub included: released there, the hold went to a
+    shared Ray test of another worker (a file of minutes), and the unit, the tier's longest chain, waited for
+    it (164 s in the 2026-11-28 CI run)."""
     exclusive = item.get_closest_marker("ray_stop") is not None
     if not exclusive and item.get_closest_marker("ray") is None:
+        _passed_on.close()
         yield
         return
     with ray_users(exclusive=exclusive, who=item.nodeid):
+        _passed_on.close()  # this test holds it now (the lock is reentrant within the process)
         yield
+        if holds_exclusive() and nextitem is not None and scope(nextitem.nodeid) == RAY_SUB_UNIT:
+            _passed_on.enter_context(ray_users(exclusive=True, who=nextitem.nodeid))
 
 
 @pytest.hookimpl(tryfirst=True)

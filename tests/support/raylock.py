@@ -66,6 +66,11 @@ def _note_wait(who: str, exclusive: bool, seconds: float) -> None:
         pass
 
 
+def holds_exclusive() -> bool:
+    """Whether this process holds the lock exclusively now."""
+    return _held.depth > 0 and _held.exclusive
+
+
 @contextmanager
 def ray_users(*, exclusive: bool, who: str = "") -> Iterator[None]:
     if not _held.depth:

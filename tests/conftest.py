@@ -100,9 +100,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return RaySubTogether(config, log)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The order xdist hands files out in (tests/support/order.py): longest first, NeMo RL's ray.sub files
-    each beside a long file without Ray. A file's tests stay together and in their order."""
+    each beside a long file without Ray. A file's tests stay together and in their order.
+
+    Last, after `-m` deselected the other tier's tests: run before, it counted the unit tier's files (365 s
+    of them, never run in the integration tier) in the time that keeps the workers busy beside the ray.sub
+    unit, so the Ray files were handed out early and waited for the lock (158 s, clean-ci of 2026-11-28)."""
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         groups.setdefault(item.nodeid.split("::", 1)[0], []).append(item)

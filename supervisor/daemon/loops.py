@@ -75,6 +75,12 @@ class Task:
     allowance_s: float | None = None
 
 
+def completing(attempt: AttemptRow) -> bool:
+    """Slurm is stopping the attempt's job (a scancelled job is COMPLETING at once): its processes may still
+    write."""
+    return attempt.slurm_state == JobState.COMPLETING.value
+
+
 class Daemon:
     def __init__(
         self,
@@ -397,9 +403,9 @@ class Daemon:
         last = self.store.latest_attempt(run.id)
         if last is None or last.state not in (AttemptState.INTENT, AttemptState.SUBMITTED):
             return False
-        # COMPLETING: Slurm is stopping the job's processes (a scancelled job is so at once); the next attempt
-        # may queue behind it. What its trainer may still save on its way out: submit_attempt.
-        return last.slurm_state != JobState.COMPLETING.value
+        # The next attempt may queue behind a COMPLETING job. What its trainer may still save on its way out:
+        # submit_attempt.
+        return not completing(last)
 
     async def _tuned_save_period(self, run: RunRow, overrides: AttemptOverrides) -> AttemptOverrides:
         """The overrides with the save period `checkpoint.tune_interval` passes (act/interval.py); the store
@@ -446,7 +452,7 @@ class Daemon:
         last = self.store.latest_attempt(run.id)
         # A resume may go ahead while the old job is COMPLETING (_previous_attempt_alive): its trainer may
         # still be saving on its way out.
-        settled = last is None or last.slurm_state != JobState.COMPLETING.value
+        settled = last is None or not completing(last)
         try:
             overrides = await anyio.to_thread.run_sync(
                 lambda: keep_the_choice(

@@ -273,8 +273,11 @@ class Monitor:
     def watch_for(self, run: RunRow, attempt: AttemptRow) -> AttemptWatch | None:
         key = (run.id, attempt.n)
         w = self.watches.get(key)
-        if w is not None or not attempt.job_id:
+        if w is not None:
+            w.started_at = attempt.started_at  # from the row read with each state and tick
             return w
+        if not attempt.job_id:
+            return None
         spec = run.spec
         try:
             rules = self.ruleset_for(spec)
@@ -484,8 +487,6 @@ class Monitor:
             open_keys.add((a.run_id, a.n))
             known = (a.run_id, a.n) in self.watches
             w = self.watch_for(run, a)
-            if w is not None:
-                w.started_at = a.started_at
             # New log files usually announce themselves as change events; the periodic re-listing is a
             # safety net, kept rare because on Lustre/GPFS every listing is metadata-server load.
             if w is not None and known and now - w.refreshed_at >= REFRESH_EVERY_S:
@@ -902,7 +903,6 @@ class Monitor:
             if ev.state.is_terminal:
                 await self.actions.on_unmatched_end(run, attempt, ev.state, ev.exit_code, ev.signal)
             return
-        w.started_at = attempt.started_at  # with the state: a job that ran within one poll is drained too
         if ev.state == JobState.PENDING:
             self.changes.pause(w.key)
         else:

@@ -67,6 +67,45 @@ def test_ray_that_never_starts_fails_clearly_without_sentinel(
     assert "RAY STARTUP FAILED" in (tmp_path / f"{job}.out").read_text()
 
 
+STUB_RAY = """#!/bin/bash
+# A Ray whose first head start finds its GCS port taken (as Ray's gcs_server words it), and whose next one starts.
+if [[ $1 == start && " $* " == *" --head "* ]]; then
+    port=$(grep -o -- '--port=[0-9]*' <<< "$*" | cut -d= -f2)
+    if mkdir "$(dirname "$0")/first-try" 2>/dev/null; then
+        echo "Check failed: server_ Failed to start the grpc server. The specified port is $port."
+        exit 1
+    fi
+    echo "Ray runtime started."
+    exec sleep 300
+fi
+"""
+
+
+def test_a_head_whose_port_was_taken_after_the_check_starts_again_on_the_next_free_block(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    ray = tmp_path / "ray"
+    ray.write_text(STUB_RAY)
+    ray.chmod(0o755)
+    job = submit_ray(
+        slurm_cluster,
+        tmp_path,
+        "bash",
+        "-c",
+        "echo address=$RAY_ADDRESS",
+        sbatch=(f"--export=ALL,SHEPHERD_RAY_BIN={ray}",),
+    )
+    out = tmp_path / f"{job}.out"
+    assert slurm_cluster.wait_final(job, timeout=120) == "COMPLETED", out.read_text()
+    logs = tmp_path / f"{job}-logs"
+    head = (logs / "ray-head.log").read_text()
+    taken = int(head.split("The specified port is ")[1].split(".")[0])
+    assert "Ray runtime started." in head.split("The specified port is ")[1]  # the second try, appended
+    used = int((logs / "ray-driver.log").read_text().split("address=")[1].split(":")[1])
+    assert used != taken and (used - 20000) % 100 == 0
+    assert f"a port of block {taken} was taken" in out.read_text()
+
+
 def test_two_ray_jobs_on_one_node_both_complete(
     slurm_cluster: SlurmCluster, ray_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -13,7 +13,7 @@ RAY_SUB = Path(__file__).resolve().parents[2] / "supervisor" / "slurm" / "launch
 def block_for(slot: int) -> int:
     """free_port_block SLOT as ray.sub runs it (its functions, sourced from the script itself)."""
     script = f"""
-        source <(sed -n '/^listening_ports()/,/^PORT_BASE=/p' {RAY_SUB} | head -n -1)
+        source <(sed -n '/^listening_ports()/,/^use_port_block()/p' {RAY_SUB} | head -n -1)
         free_port_block {slot}
     """
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True, timeout=30)

@@ -68,7 +68,7 @@ def test_ray_that_never_starts_fails_clearly_without_sentinel(
 
 
 STUB_RAY = """#!/bin/bash
-# A Ray whose first head start finds its GCS port taken (as Ray's gcs_server words it), and whose next one starts.
+# A Ray whose first head start finds its GCS port taken (Ray's gcs_server's words), and whose next one starts.
 if [[ $1 == start && " $* " == *" --head "* ]]; then
     port=$(grep -o -- '--port=[0-9]*' <<< "$*" | cut -d= -f2)
     if mkdir "$(dirname "$0")/first-try" 2>/dev/null; then

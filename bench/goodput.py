@@ -36,8 +36,8 @@ The same trace is replayed under three strategies, each with its real cadence:
                   watch.poll_interval_s (shared filesystems), Slurm every slurm.steady_poll_interval_s. When
                   the policy stops resuming, a human must `shepherd resume` (same reaction time as above), and
                   the policy counts afresh from that attempt. A failure no rule knows is resumed once when the
-                  attempt saved a new checkpoint first (decide/plan.py unrecognised_resume), else it waits
-                  for that human too.
+                  attempt made progress first (a new checkpoint, or steps past the one it started from:
+                  decide/plan.py unrecognised_resume), else it waits for that human too.
                   Hang detection is the shipped learnt rule, fed the attempt's step banners before the hang;
                   a comparison line shows the old fixed 30-minute rule (--fixed-hang-bound-s).
 
@@ -802,8 +802,9 @@ def simulate(
                 m = unrecognised_resume(
                     RUN, n, JobState.FAILED, "no rule recognised the failure",
                     step_before=start_step, step_after=saved_steps[-1], at=detected,
+                    trained_to=int(reached_work // args.step_s),
                 )  # fmt: skip
-                if m is None:  # no new checkpoint first: recorded as `unrecognised-failure`; a human resumes
+                if m is None:  # no progress first: recorded as `unrecognised-failure`; a human resumes
                     decider.unrecognised(n, detected)
             if detected < job_end:  # Shepherd cancels a job it has given up on or will resume
                 job_end = min(job_end, detected + args.cancel_s)

@@ -955,12 +955,13 @@ class Actions:
     def _unrecognised_resume(
         self, run: RunRow, attempt: AttemptRow, state: JobState, reason: str, lines: list[str]
     ) -> Match | None:
-        """The resume-once match for an end no rule claimed, when the spec allows it and the attempt saved a
-        new checkpoint first (decide/plan.py says when)."""
+        """The resume-once match for an end no rule claimed, when the spec allows it and the attempt made
+        progress first: a new checkpoint, or steps past its start (decide/plan.py says when)."""
         spec = run.spec
         if not spec.resume.unrecognised_after_progress or spec.checkpoint is None:
             return None
         before = attempt.overrides.get("ckpt_step_at_submit")
+        mark = self.store.latest_step(run.id)
         return unrecognised_resume(
             run.id,
             attempt.n,
@@ -970,6 +971,7 @@ class Actions:
             step_after=newest_checkpoint_step(spec, attempt.overrides.get("checkpoint_dir")),
             at=self.clock(),
             lines=lines,
+            trained_to=mark.step if mark is not None and mark.attempt == attempt.n else None,
         )
 
     async def _unrecognised(

@@ -87,25 +87,30 @@ def unrecognised_resume(
     step_after: int | None,
     at: float,
     lines: Sequence[str] = (),
+    trained_to: int | None = None,
 ) -> Match | None:
     """An end no rule claimed, as a match that resumes once from the latest checkpoint; None: wait for a
     human.
 
-    Only a FAILED end (not a cancel, which a person or Slurm did on purpose) of an attempt that saved a newer
-    checkpoint than it started from: one that ran and advanced, then crashed on something nobody wrote a
-    rule for. At scale that is most unknown crashes, and stopping idles the allocation until someone reads
-    the alert. The policy gives it one retry without progress (`max_retries: 1`) and stops at the second
-    unrecognised end in a row (`same_signature_limit: 2`), progress or not: a crash that recurs is a
-    pattern a person should look at (and write a rule for).
+    Only a FAILED end (not a cancel, which a person or Slurm did on purpose) of an attempt that made
+    progress first: it saved a newer checkpoint than it started from (`step_before`), or it trained past
+    that step (`trained_to`, the furthest step it logged) before its next save came. One that ran and
+    advanced, then crashed on something nobody wrote a rule for, is at scale most unknown crashes, and
+    stopping idles the allocation until someone reads the alert; restarted in place, an attempt is often
+    shorter than the save period, so steps are the progress that shows. One that crashed before its first
+    step (start-up, loading: possibly deterministic) waits for a human. The policy gives it one retry
+    (`max_retries: 1`) and stops at the second unrecognised end in a row (`same_signature_limit: 2`),
+    progress or not: a crash that recurs is a pattern a person should look at (and write a rule for).
     """
     if state != JobState.FAILED or step_after is None:
         return None
-    if step_before is not None and step_after <= step_before:
+    if step_before is None or step_after > step_before:
+        done = f"it saved step_{step_after} first"
+    elif trained_to is not None and trained_to > step_before:
+        done = f"it trained from step {step_before} to step {trained_to} first (no newer checkpoint yet)"
+    else:
         return None
-    reason = (
-        f"{why}; it saved step_{step_after} first, so resuming once from the latest checkpoint "
-        "(worth a rule if it recurs)"
-    )
+    reason = f"{why}; {done}, so resuming once from the latest checkpoint (worth a rule if it recurs)"
     return unrecognised_match(run_id, attempt, state, reason, at, lines)
 
 

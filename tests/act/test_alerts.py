@@ -74,7 +74,9 @@ class Sink:
 class World:
     """One run with one submitted attempt (job 77) and the parts Actions acts through."""
 
-    def __init__(self, tmp: Path, *, slurm_state: str = "RUNNING", **spec: Any) -> None:
+    def __init__(
+        self, tmp: Path, *, slurm_state: str = "RUNNING", overrides: dict[str, Any] | None = None, **spec: Any
+    ) -> None:
         self.ckpt = tmp / "ckpt"
         self.ckpt.mkdir()
         self.store = Store(tmp / "s.sqlite3", clock=lambda: NOW)
@@ -86,7 +88,7 @@ class World:
             **spec,
         }
         self.store.create_run("r1", "r1", json.dumps(body), str(tmp / "r1.yaml"))
-        self.store.begin_attempt("r1", lambda n: make_job_name("r1", n), {})
+        self.store.begin_attempt("r1", lambda n: make_job_name("r1", n), overrides or {})
         self.store.attempt_submitted("r1", 1, "77")
         self.store.observe_attempt("r1", 1, slurm_state=slurm_state, reason=None, nodes="node1", started=True)
         self.store.set_run_state("r1", RunState.RUNNING if slurm_state == "RUNNING" else RunState.PENDING)
@@ -348,6 +350,26 @@ def test_an_unrecognised_crash_without_a_new_checkpoint_waits_for_a_human(tmp_pa
     notice = ended_unclaimed(w, JobState.FAILED)
     assert w.scheduler.scheduled == [] and w.state == RunState.FAILED
     assert notice.needs_human and "no rule recognised the failure" in notice.title
+
+
+def test_an_unrecognised_crash_after_new_steps_of_its_own_resumes_once_from_the_same_checkpoint(
+    tmp_path: Path,
+) -> None:
+    w = World(tmp_path, overrides={"ckpt_step_at_submit": 20})  # it was resumed from step_20
+    w.checkpoint(20, 0.5)
+    w.store.record_step("r1", 1, 26, NOW)
+    notice = ended_unclaimed(w, JobState.FAILED)
+    ((_, _, overrides),) = w.scheduler.scheduled
+    assert overrides.checkpoint is not None and overrides.checkpoint.endswith("step_20")
+    assert "it trained from step 20 to step 26 first" in notice.title and not notice.needs_human
+
+
+def test_an_unrecognised_crash_before_its_first_new_step_waits_for_a_human(tmp_path: Path) -> None:
+    w = World(tmp_path, overrides={"ckpt_step_at_submit": 20})
+    w.checkpoint(20, 0.5)
+    w.store.record_step("r1", 1, 20, NOW)  # only the step it resumed at: it never trained
+    notice = ended_unclaimed(w, JobState.FAILED)
+    assert w.scheduler.scheduled == [] and w.state == RunState.FAILED and notice.needs_human
 
 
 def test_a_cancel_nobody_here_asked_for_is_never_resumed_even_after_progress(tmp_path: Path) -> None:

@@ -232,3 +232,20 @@ def test_an_unclaimed_end_resumes_once_only_when_it_failed_after_saving_a_new_ch
     assert match(JobState.FAILED, 20, 20) is None  # nothing new: waits for a human
     assert match(JobState.FAILED, None, None) is None
     assert match(JobState.CANCELLED, 10, 20) is None  # someone cancelled it on purpose
+
+
+def test_an_unclaimed_end_after_new_steps_but_before_the_next_save_resumes_once_too() -> None:
+    def match(state: JobState, trained_to: int | None) -> object:
+        return unrecognised_resume("r", 2, state, "attempt 2 ended FAILED", step_before=20, step_after=20,
+                                   at=5.0, trained_to=trained_to)  # fmt: skip
+
+    m = match(JobState.FAILED, 27)
+    assert isinstance(m, Match) and m.action_names == ("resume",) and m.max_retries == 1
+    assert m.same_signature_limit == 2  # and not again at the next unrecognised end
+    assert m.reason == (
+        "attempt 2 ended FAILED; it trained from step 20 to step 27 first (no newer checkpoint yet), "
+        "so resuming once from the latest checkpoint (worth a rule if it recurs)"
+    )
+    assert match(JobState.FAILED, 20) is None  # it crashed before its first new step: start-up, loading
+    assert match(JobState.FAILED, None) is None  # no step seen
+    assert match(JobState.CANCELLED, 27) is None

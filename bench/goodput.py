@@ -14,7 +14,8 @@ plus the jobs' own time limits (--time-limit-h). Gaps between failures are drawn
 distribution and scaled so the 419 unexpected failures fall over exactly --days of training: the mean time
 between failures (MTBF) is the paper's, about 3.1 h. Each failure shows itself the way it does on Slurm: a
 GPU or HBM fault as a CUDA/Xid line and a crash; a network fault as the NCCL watchdog's line after the
-collective timeout; a host as NODE_FAIL (and srun's "Node failure on") after SlurmdTimeout; a software bug as
+collective timeout (the steps stop at the fault meanwhile, so Shepherd's stall rule may fire first, as it does
+in the daemon); a host as NODE_FAIL (and srun's "Node failure on") after SlurmdTimeout; a software bug as
 a Ray actor death (a rule knows it) or, for --software-unrecognised of them, a traceback no rule knows. A
 fraction --hang-fraction of GPU, HBM and network faults hang silently instead: no line, no exit, the steps
 just stop. Planned interruptions are graceful preemptions (the trainer saves first).
@@ -783,20 +784,30 @@ def simulate(
         restart_in_place = False
         if strategy in DECIDERS:
             cpu0 = time.perf_counter()
-            if hang:
-                seen = fail  # the last progress: the stall timer runs from here
-            elif runner_waits and cause == "software" and not ev.recognised:
-                seen = job_end + rng.uniform(0, s.watch.poll_interval_s)  # the runner's exit report, read
-            elif cause in ("time_limit", "planned") or (cause == "software" and not ev.recognised):
-                seen = next_poll(job_end, poll, phase)  # a Slurm state: the next poll sees it
+            # A collective that lost its peer blocks until NCCL's watchdog ends it (`visible`); the steps stop
+            # at the fault, so the stall rule (fed the same banners as for a hang) fires first when its bound
+            # is shorter. Counted from the fault, as a hang is: the wait for the stall is Shepherd's overhead.
+            stalled = None
+            if cause == "network" and not hang:
+                stalled = decider.match(n, started, "hang", ev, seen=fail, until=visible)
+            if stalled is not None:
+                m, seen, visible = stalled, fail, fail
             else:
-                seen = visible + rng.uniform(0, s.watch.poll_interval_s)  # a line: the next look at the file
-            m = decider.match(n, started, "hang" if hang else cause, ev, seen=seen, until=limit_end)
+                if hang:
+                    seen = fail  # the last progress: the stall timer runs from here
+                elif runner_waits and cause == "software" and not ev.recognised:
+                    seen = job_end + rng.uniform(0, s.watch.poll_interval_s)  # the runner's exit report, read
+                elif cause in ("time_limit", "planned") or (cause == "software" and not ev.recognised):
+                    seen = next_poll(job_end, poll, phase)  # a Slurm state: the next poll sees it
+                else:
+                    # a line: the next look at the file
+                    seen = visible + rng.uniform(0, s.watch.poll_interval_s)
+                m = decider.match(n, started, "hang" if hang else cause, ev, seen=seen, until=limit_end)
             if m is None and hang:  # the time limit came first: TIMEOUT, seen at the next poll
                 seen = next_poll(limit_end, poll, phase)
                 runner_waits = False  # the time limit ended the job
                 m = decider.match(n, started, "time_limit", ev, seen=seen, until=limit_end)
-            detected = m.evidence.at if m is not None and hang else seen
+            detected = m.evidence.at if m is not None and (hang or stalled is not None) else seen
             if m is None:  # no rule: the job ends FAILED, seen at the next poll (Actions.on_unmatched_end)
                 detected = seen if runner_waits and not hang else next_poll(job_end, poll, phase)
                 m = unrecognised_resume(
@@ -1162,7 +1173,8 @@ def check_lines(rules: RuleSet) -> None:
             raise SystemExit(f"bench/goodput.py: the {key} line is claimed by {got}, not {rule}")
 
 
-def main() -> int:
+def arg_parser() -> argparse.ArgumentParser:
+    """The bench's options and their defaults (tests parse `[]` for a default run's arguments)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=405)
     ap.add_argument("--gpus", type=int, default=16384)
@@ -1228,7 +1240,11 @@ def main() -> int:
         "(1800 = the 30-min rule before the learnt bound)",
     )
     ap.add_argument("--no-save", action="store_true", help=f"do not write {RESULTS}")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> int:
+    args = arg_parser().parse_args()
 
     t0 = time.perf_counter()
     default_rules = load_ruleset()

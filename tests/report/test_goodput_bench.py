@@ -28,6 +28,7 @@ from supervisor.decide.interval import (
 )
 from supervisor.decide.plan import Resume
 from supervisor.report.costs import AttemptFacts
+from supervisor.rules.engine import load_ruleset
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -200,3 +201,24 @@ def test_the_tuned_strategies_checkpoint_at_the_save_period_shepherds_interval_c
         assert set(last[model]["restarts_in_place"]["in_place_tuned"]) <= {"network", "software", "hang"}
         assert all(q <= RUNNER_POLL_S for q in last[model]["queue_s_max_in_place"].values())
     assert "in_place_spares_tuned" in stdout.split("goals:")[1]  # the printed goals say which meets which
+
+
+@pytest.mark.parametrize(
+    ("nccl_timeout_s", "decided_by"), [(600.0, "rollouts-stalled"), (120.0, "nccl-error")]
+)
+def test_a_network_fault_is_decided_by_whichever_comes_first_the_stall_rule_or_nccls_watchdog(
+    nccl_timeout_s: float, decided_by: str
+) -> None:
+    """A collective that lost its peer blocks until NCCL's watchdog: its steps stop at the fault, so the
+    learnt stall bound (4.5 min at the least) decides first when the watchdog waits longer (its 10-min
+    default), and the watchdog's line when it comes sooner."""
+    args = goodput.arg_parser().parse_args(["--nccl-timeout-s", str(nccl_timeout_s)])
+    events = [goodput.Event("network", 4 * 3600.0), goodput.Event("done", 3600.0)]
+    out = goodput.simulate("shepherd", events, args, load_ruleset())
+    failure = out.attempts[0].failure
+    assert failure is not None and failure.rule == decided_by
+    seen_after = failure.detected_at - failure.failed_at
+    if decided_by == "rollouts-stalled":
+        assert 270 <= seen_after < nccl_timeout_s
+    else:
+        assert seen_after >= nccl_timeout_s

@@ -1,7 +1,8 @@
 """A GRPO run with vLLM generation through the real Ray path learns, and resuming it reproduces it exactly.
 
 Two trainer processes in all (each starts Ray and a vLLM engine, ~1 min on 2 busy cores): the straight run,
-and a run resumed from the straight run's step-30 checkpoint.
+and a run resumed from the straight run's step-50 checkpoint (ten steps: a new engine refit from the checkpoint
+must sample what the old one did from its first step on, and every later step depends on the one before).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from tests.trainer.conftest import REPO, read_metrics, read_status, run_cli
 pytest.importorskip("ray", reason="ray is not installed")
 pytestmark = [pytest.mark.vllm, pytest.mark.ray]
 
-STEPS, RESUME_AT = 60, 30
+STEPS, RESUME_AT = 60, 50
 
 
 def vllm_run(tmp: Path, *extra: str) -> list[str]:

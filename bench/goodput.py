@@ -130,7 +130,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from supervisor.act.interval import FileSide, StoreSide, failures, next_save_period
 from supervisor.decide.checkpoints import choose, discover
 from supervisor.decide.history import attempt_records, policy_config
-from supervisor.decide.inplace import can_restart_in_place
+from supervisor.decide.inplace import RUNNER_SETTLE_S, can_restart_in_place
 from supervisor.decide.interval import MIN_FAILURES, Exposure, young_daly_interval_s
 from supervisor.decide.plan import GiveUp, Resume, plan_match, unrecognised_resume
 from supervisor.domain.jobstate import JobState
@@ -796,7 +796,8 @@ def simulate(
                 if hang:
                     seen = fail  # the last progress: the stall timer runs from here
                 elif runner_waits and cause == "software" and not ev.recognised:
-                    seen = job_end + rng.uniform(0, s.watch.poll_interval_s)  # the runner's exit report, read
+                    # the runner's exit report, read; no rule claims it while the rules have their time
+                    seen = job_end + rng.uniform(0, s.watch.poll_interval_s) + RUNNER_SETTLE_S
                 elif cause in ("time_limit", "planned") or (cause == "software" and not ev.recognised):
                     seen = next_poll(job_end, poll, phase)  # a Slurm state: the next poll sees it
                 else:

@@ -71,7 +71,7 @@ from supervisor.rules.state import looks_like_ip
 from supervisor.settings import Settings
 from supervisor.slurm.client import SlurmError, SlurmUnavailable
 from supervisor.slurm.command import as_argv, driver_command
-from supervisor.slurm.launchers.runner import BY_RUN, attempt_key, drain_script, run_script
+from supervisor.slurm.launchers.runner import BY_RUN, ENDED_NAME, attempt_key, drain_script, run_script
 from supervisor.slurm.parse import first_node, host_down
 from supervisor.slurm.reconcile import in_place_tag
 from supervisor.slurm.submit import attempt_log_base
@@ -707,7 +707,7 @@ class Actions:
             fresh.state == AttemptState.SUBMITTED
             and not JobState.from_slurm(fresh.slurm_state or "PENDING").is_terminal
             and d is not None
-            and not (d / "ended").exists()
+            and not (d / ENDED_NAME).exists()
         )
         drained = [str(x) for x in attempt.overrides.get("drained") or ()]
         spare = spare_for(
@@ -942,6 +942,30 @@ class Actions:
             return
         crash_point("after-decision")
         await self._unrecognised(run, attempt, decision_id, reason, excerpt="\n".join(lines) or None)
+
+    async def on_driver_failed(self, run: RunRow, attempt: AttemptRow, code: int) -> bool:
+        """A driver run under the job's runner exited non-zero, no rule claimed it, and the runner waits for
+        Shepherd's word: the resume-once an unrecognised end gets (decide/plan.py), decided now so that it
+        restarts in place; False when the policy leaves it to a human (the job is then told to end, and its
+        FAILED end goes through `on_unmatched_end` as any other)."""
+        run = self.store.get_run(run.id) or run
+        if run.state.is_final or run.state.next_attempt_pending:
+            return False
+        if attempt.n != (self.store.latest_attempt(run.id) or attempt).n:
+            return False
+        if self._decided(run.id, attempt.n):
+            return True
+        reason = (
+            f"attempt {attempt.n}'s driver exited ({describe_exit(code, None)}) while its job runs, and no "
+            "rule recognised the failure"
+        )
+        decisive = await self._decisive(run, attempt)
+        lines = [f"{d.where()}: {d.text}" for d in decisive]
+        resume = self._unrecognised_resume(run, attempt, JobState.FAILED, reason, lines)
+        if resume is None:
+            return False
+        await self.on_match(run, attempt, resume)
+        return True
 
     async def _decisive(self, run: RunRow, attempt: AttemptRow) -> list[DecisiveLine]:
         """The decisive lines of the attempt's logs (act/decisive.py), read off the event loop; none when

@@ -31,6 +31,7 @@ import structlog
 
 from supervisor.act import inplace
 from supervisor.act.actions import Actions
+from supervisor.decide.inplace import RUNNER_SETTLE_S
 from supervisor.domain.jobstate import JobState
 from supervisor.domain.notices import Notice
 from supervisor.domain.observations import MetricEvent, ProgressEvent, StateEvent, Tick
@@ -78,7 +79,6 @@ from supervisor.watch.wandb_link import wandb_run_url
 
 log = structlog.get_logger(__name__)
 
-RUNNER_SETTLE_S = 10.0  # after a failed driver run, how long the rules may take to decide before the job ends
 DRAIN_AFTER_END_S = 15.0  # keep reading an ended attempt's files this long: the last lines land late
 REFRESH_EVERY_S = 10.0
 ENDED_STALL_SOURCE = "shepherd-monitor"  # the source name of the line the ENDED check feeds the rules
@@ -782,10 +782,12 @@ class Monitor:
         )
         return scan_lines(w.rules, w.state, [line], ENDED_STALL_SOURCE, 1, now)
 
-    def answer_runner(self, w: AttemptWatch, now: float) -> None:
+    async def answer_runner(self, w: AttemptWatch, now: float) -> None:
         """The runner waits for a word after each driver exit: when no decision resumed the attempt in place
         (Actions) the job is told to end, at once after a clean exit, else once the rules had RUNNER_SETTLE_S
-        to read the driver's last lines; the job's end is then handled as any other."""
+        to read the driver's last lines and no rule claimed the failure, unless the policy resumes it as an
+        unrecognised failure (Actions.on_driver_failed: in place, since the job still runs); the job's end
+        is then handled as any other."""
         if w.driver_run is None or w.ended_at is not None:
             return
         d = inplace.job_runner_dir(w.log_base, w.runner_key)  # looked up again: a requeue makes a new one
@@ -822,6 +824,10 @@ class Monitor:
             return
         if report.code != 0 and now - w.driver_exit_seen < RUNNER_SETTLE_S:
             return
+        # A runner that is ending the job by itself (a scancel or a time limit signalled it) wrote `ended`:
+        # that end is Slurm's to say (CANCELLED is never resumed), not a failure to resume here.
+        if report.code != 0 and not (d / runner.ENDED_NAME).exists() and await self._resumed(w, report.code):
+            return  # decided: the next tick finds it carried out (a restart in place gives its own word)
         w.answered = True
         try:
             given = inplace.give_end(d, w.driver_run, attempt=w.n)
@@ -836,6 +842,19 @@ class Monitor:
                 f"driver run {w.driver_run} of Slurm job {w.job_id} exited with code {report.code}:"
                 " the job ends (no restart in place)",
             )
+
+    async def _resumed(self, w: AttemptWatch, code: int) -> bool:
+        """Whether the policy resumed the attempt whose driver run failed unclaimed (Actions decides)."""
+        run, attempt = self.store.get_run(w.run_id), self.store.get_attempt(w.run_id, w.n)
+        if run is None or attempt is None:
+            return False
+        try:
+            return await self.actions.on_driver_failed(run, attempt, code)
+        except Exception:
+            log.exception(
+                "deciding on a failed driver run failed: the job ends", run_id=w.run_id, attempt=w.n
+            )
+            return False
 
     def persist_progress(self, w: AttemptWatch) -> None:
         """The progress snapshot `status` and `watch` show, with what the run's rhythm taught so far."""
@@ -1039,7 +1058,7 @@ class Monitor:
                 matches += feed(w.rules, w.state, Tick(now))
                 matches += self.check_ended(w, now)
             await self.dispatch(w, matches)
-            self.answer_runner(w, now)
+            await self.answer_runner(w, now)
             self.heartbeats.beat_if_registered(self.LOOP)
         if now - self._progress_saved_at >= 5:
             for w in self.watches.values():

@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 from supervisor.decide.plan import Resume
 
+# After a failed driver run, how long the rules may read its last lines before the runner gets its word (an
+# unrecognised failure's resume-once, or `end`).
+RUNNER_SETTLE_S = 10.0
+
 
 @dataclass(frozen=True)
 class Spare:

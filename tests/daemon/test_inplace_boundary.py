@@ -179,12 +179,12 @@ def test_a_requeue_after_a_restart_in_place_forgets_the_earlier_starts_runner_li
     first = runner.runner_dir(t.base, runner.runner_key(1, RUN))
     first.mkdir(parents=True)
     (first / runner.script_name(2)).write_text("#!/bin/sh\nexec true\n# end\n")
-    t.monitor.answer_runner(w2, t.clock.now)  # the job's first start: driver run 2 runs there
+    anyio.run(t.monitor.answer_runner, w2, t.clock.now)  # the job's first start: driver run 2 runs there
     t.write(t.output, OOM)  # not read yet when Slurm requeues the job
     assert w2.driver_run == 2 and w2.held
     again = runner.runner_dir(t.base, runner.runner_key(1, RUN), start=1)
     again.mkdir()
-    t.monitor.answer_runner(w2, t.clock.now)
+    anyio.run(t.monitor.answer_runner, w2, t.clock.now)
     assert w2.driver_run == 1 and w2.held == set()
     assert all(str(f) not in t.monitor._started for f in (t.driver_log, t.output))
     assert t.rules(w2) == ["cuda-oom"]  # the requeued start's failure (the earlier start's copy was read)

@@ -8,9 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from supervisor.act.inplace import give_run
 from supervisor.daemon.compose import build
-from supervisor.daemon.monitor import RUNNER_SETTLE_S, Monitor
+from supervisor.daemon.monitor import Monitor
+from supervisor.decide.inplace import RUNNER_SETTLE_S
 from supervisor.settings import Settings
 from supervisor.slurm.launchers import runner
 from tests.support.failures import Clock  # a clock the test sets
@@ -18,13 +21,23 @@ from tests.support.failures import Clock  # a clock the test sets
 RUN = "toy-20260101-000000-abcd"
 
 
-def setup(tmp_path: Path, code: int) -> tuple[Any, Monitor, Any, Path, Clock]:
-    """Attempt 1 of a run under the runner, its driver run 1 reported exited with `code`."""
+def setup(
+    tmp_path: Path, code: int, *, checkpoint: Path | None = None
+) -> tuple[Any, Monitor, Any, Path, Clock]:
+    """Attempt 1 of a run under the runner, its driver run 1 reported exited with `code`; with `checkpoint`,
+    the spec's checkpoint dir, as it was at the submission."""
     built = build(Settings(root=tmp_path / "root"))
     store = built.store
-    store.create_run(RUN, "toy", json.dumps({"name": "toy", "command": ["true"]}), "spec.yaml")
-    store.begin_attempt(RUN, lambda n: f"t{n}", {"runner": True, runner.BY_RUN: True})
+    body: dict[str, Any] = {"name": "toy", "command": ["true"], "resume": {"backoff_s": 0}}
+    overrides: dict[str, Any] = {"runner": True, runner.BY_RUN: True}
+    if checkpoint is not None:
+        body["checkpoint"] = {"dir": str(checkpoint)}
+        steps = [int(p.name.split("_")[1]) for p in checkpoint.glob("step_*")]
+        overrides["ckpt_step_at_submit"] = max(steps) if steps else None
+    store.create_run(RUN, "toy", json.dumps(body), "spec.yaml")
+    store.begin_attempt(RUN, lambda n: f"t{n}", overrides)
     store.attempt_submitted(RUN, 1, "4242")
+    store.observe_attempt(RUN, 1, slurm_state="RUNNING", reason=None, nodes="node1", started=True)
     run, attempt = store.get_run(RUN), store.get_attempt(RUN, 1)
     assert run is not None and attempt is not None
     clock = Clock(attempt.intent_at + 30)
@@ -46,12 +59,12 @@ def test_a_clean_exit_is_answered_end_at_once_and_a_failure_after_the_rules_had_
     tmp_path: Path,
 ) -> None:
     _, monitor, w, d, clock = setup(tmp_path, 0)
-    monitor.answer_runner(w, clock.now)
+    anyio.run(monitor.answer_runner, w, clock.now)
     assert word(d) == ("end", 1)
     _, monitor, w, d, clock = setup(tmp_path / "failed", 1)
-    monitor.answer_runner(w, clock.now)
+    anyio.run(monitor.answer_runner, w, clock.now)
     assert word(d) is None  # the rules may still resume it in place
-    monitor.answer_runner(w, clock.now + RUNNER_SETTLE_S)
+    anyio.run(monitor.answer_runner, w, clock.now + RUNNER_SETTLE_S)
     assert word(d) == ("end", 1)
 
 
@@ -63,10 +76,10 @@ def test_a_decision_carried_out_through_slurm_that_lets_the_job_finish_ends_it_a
         RUN, 1, rule="training-deadline", action="resume,alert", signature="s", reason="r", evidence={}
     )
     assert did is not None
-    monitor.answer_runner(w, clock.now)
+    anyio.run(monitor.answer_runner, w, clock.now)
     assert word(d) is None  # recorded, not carried out yet: a restart in place would give its own word
     store.set_decision_outcome(did, "resuming from step_10 in 0s; the job finishes first")
-    monitor.answer_runner(w, clock.now)
+    anyio.run(monitor.answer_runner, w, clock.now)
     assert word(d) == ("end", 1)
 
 
@@ -78,7 +91,7 @@ def test_a_restart_in_place_keeps_its_own_word(tmp_path: Path) -> None:
     assert did is not None
     give_run(d, 1, attempt=2, script="#!/bin/sh\nexec true\n# end\n", delay_s=0)
     store.set_decision_outcome(did, "resuming from step_10 in place: driver run 2 of Slurm job 4242")
-    monitor.answer_runner(w, clock.now + RUNNER_SETTLE_S)
+    anyio.run(monitor.answer_runner, w, clock.now + RUNNER_SETTLE_S)
     assert word(d) == ("run", 2)
 
 
@@ -87,16 +100,16 @@ def test_a_requeued_job_gets_its_word_in_the_folder_its_new_start_claimed(tmp_pa
     end) and starts the batch script again: the new start's runner waits for its own word after its run 1,
     which must come, or the job holds its nodes for the runner's whole bound."""
     _, monitor, w, first, clock = setup(tmp_path, 143)
-    monitor.answer_runner(w, clock.now)
-    monitor.answer_runner(w, clock.now + RUNNER_SETTLE_S)
+    anyio.run(monitor.answer_runner, w, clock.now)
+    anyio.run(monitor.answer_runner, w, clock.now + RUNNER_SETTLE_S)
     assert word(first) == ("end", 1)
     again = runner.runner_dir(first.parent, runner.runner_key(1, RUN), start=1)
     again.mkdir()
     clock.now += 60
-    monitor.answer_runner(w, clock.now)
+    anyio.run(monitor.answer_runner, w, clock.now)
     assert word(again) is None  # its driver still runs
     (again / runner.exit_name(1)).write_text(f"run=1\ncode=0\nat={clock.now}\nend\n")
-    monitor.answer_runner(w, clock.now)
+    anyio.run(monitor.answer_runner, w, clock.now)
     assert word(again) == ("end", 1)
 
 
@@ -105,10 +118,57 @@ def test_a_requeue_after_a_restart_in_place_counts_driver_runs_from_one_again(tm
     _, monitor, w, first, clock = setup(tmp_path, 0)
     w.driver_run = 2
     (first / runner.script_name(2)).write_text("#!/bin/sh\nexec true\n# end\n")
-    monitor.answer_runner(w, clock.now)
+    anyio.run(monitor.answer_runner, w, clock.now)
     assert w.driver_run == 2
     again = runner.runner_dir(first.parent, runner.runner_key(1, RUN), start=1)
     again.mkdir()
     (again / runner.exit_name(1)).write_text(f"run=1\ncode=0\nat={clock.now}\nend\n")
-    monitor.answer_runner(w, clock.now)
+    anyio.run(monitor.answer_runner, w, clock.now)
     assert w.driver_run == 1 and word(again) == ("end", 1)
+
+
+def saved(ckpt: Path, step: int) -> None:
+    (ckpt / f"step_{step}").mkdir(parents=True)
+    (ckpt / f"step_{step}" / "training_info.json").write_text(json.dumps({"step": step}))
+
+
+def test_a_failure_no_rule_claims_after_new_steps_restarts_in_place_instead_of_ending_the_job(
+    tmp_path: Path,
+) -> None:
+    """The runner still waits, so the unrecognised failure's resume-once keeps the allocation: the driver
+    trained from step 4 to step 6 (no save yet), then died of something no rule knows."""
+    ckpt = tmp_path / "ckpt"
+    saved(ckpt, 4)
+    store, monitor, w, d, clock = setup(tmp_path, 1, checkpoint=ckpt)
+    store.record_step(RUN, 1, 6, clock.now)
+    anyio.run(monitor.answer_runner, w, clock.now)  # the exit report seen; the rules get their time
+    anyio.run(monitor.answer_runner, w, clock.now + RUNNER_SETTLE_S)
+    assert word(d) == ("run", 2)  # driver run 2 of the same job, not `end`
+    (decision,) = store.decisions(RUN)
+    assert (decision.rule, decision.action) == ("unrecognised-failure", "resume")
+    assert "trained from step 4 to step 6" in decision.reason and "in place" in (decision.outcome or "")
+    anyio.run(monitor.answer_runner, w, clock.now + 2 * RUNNER_SETTLE_S)
+    assert word(d) == ("run", 2)  # and the next look keeps that word
+
+
+def test_a_failure_no_rule_claims_before_any_progress_still_ends_the_job_for_a_human(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    saved(ckpt, 4)
+    store, monitor, w, d, clock = setup(tmp_path, 1, checkpoint=ckpt)
+    anyio.run(monitor.answer_runner, w, clock.now)  # the exit report seen; the rules get their time
+    anyio.run(monitor.answer_runner, w, clock.now + RUNNER_SETTLE_S)
+    assert word(d) == ("end", 1)
+    assert store.decisions(RUN) == []  # the FAILED end, once Slurm says it, is the alert's
+
+
+def test_a_runner_ending_the_job_after_a_signal_is_left_to_slurms_word(tmp_path: Path) -> None:
+    """A scancel signals the driver (code 143) and the runner ends the job itself: CANCELLED is never
+    resumed, so no decision is taken from the runner's report."""
+    ckpt = tmp_path / "ckpt"
+    saved(ckpt, 4)
+    store, monitor, w, d, clock = setup(tmp_path, 143, checkpoint=ckpt)
+    store.record_step(RUN, 1, 6, clock.now)
+    (d / runner.ENDED_NAME).write_text("run=1\ncode=143\nwhy=signal\nend\n")
+    anyio.run(monitor.answer_runner, w, clock.now)  # the exit report seen; the rules get their time
+    anyio.run(monitor.answer_runner, w, clock.now + RUNNER_SETTLE_S)
+    assert store.decisions(RUN) == []

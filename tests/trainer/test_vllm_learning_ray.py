@@ -1,8 +1,9 @@
 """A GRPO run with vLLM generation through the real Ray path learns, and resuming it reproduces it exactly.
 
 Two trainer processes in all (each starts Ray and a vLLM engine, ~1 min on 2 busy cores): the straight run,
-and a run resumed from the straight run's step-50 checkpoint (ten steps: a new engine refit from the checkpoint
-must sample what the old one did from its first step on, and every later step depends on the one before).
+and a run resumed from the straight run's step-50 checkpoint (ten steps: a new engine refit from the
+checkpoint must sample what the old one did from its first step on, and every later step depends on the one
+before).
 """
 
 from __future__ import annotations

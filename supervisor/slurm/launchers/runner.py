@@ -128,6 +128,9 @@ def parse_exit(text: str) -> DriverExit | None:
         return None
 
 
+ENDED_NAME = "ended"  # the runner writes it as it ends the job (no more driver runs, no more words read)
+
+
 def exit_name(run: int) -> str:
     return f"exit-{run}"
 

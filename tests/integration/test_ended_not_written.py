@@ -38,7 +38,9 @@ def sup(tmp_path_factory: pytest.TempPathFactory, slurm_cluster: Any) -> Any:
 
 
 def spec(tmp: Path, name: str, env: dict[str, str]) -> Path:
-    return write_spec(tmp, name, fake_argv(tmp, name, "silent"), env=env)
+    # The launcher's own end is the subject: with the runner (the default) the driver's unrecognised failure
+    # would restart in place inside the job and the launcher would never reach its cleanup.
+    return write_spec(tmp, name, fake_argv(tmp, name, "silent"), env=env, resume="in_place: false")
 
 
 def decisions(sup: DaemonProcess, run: str) -> list[dict[str, Any]]:

@@ -62,6 +62,22 @@ def test_a_crash_a_rule_resumes_restarts_inside_the_same_job_from_the_latest_che
     assert "CUDA out of memory" in sup.cli("logs", run, "--attempt", "1").stdout
 
 
+def test_a_crash_no_rule_knows_after_a_new_checkpoint_restarts_in_place_too(
+    sup: DaemonProcess, tmp_path: Path
+) -> None:
+    """The unrecognised failure's resume-once is decided from the runner's exit report while the job still
+    runs, so it keeps the allocation like a rule's resume."""
+    argv = fake_argv(tmp_path, "odd", "silent")  # saves step_10, then exits 1 without a word
+    run = sup.submit(write_spec(tmp_path, "odd", argv, resume="in_place_wait_s: 60"))
+    final = sup.wait_state(run, FINAL, timeout=80)
+    assert final["state"] == "COMPLETED", sup.status(run)
+    first, second = attempts(sup, run)
+    assert first["job_id"] == second["job_id"] and second["overrides"]["driver_run"] == 2
+    [d] = [d for d in sup.status(run)["decisions"] if d["rule"] == "unrecognised-failure"]
+    assert "while its job runs" in d["reason"] and "it saved step_10 first" in d["reason"]
+    assert "in place: driver run 2 of Slurm job" in d["outcome"]
+
+
 def test_a_runner_whose_shepherd_never_answers_ends_the_job_after_its_bound(
     tmp_path: Path, slurm_cluster: SlurmCluster
 ) -> None:

@@ -46,8 +46,13 @@ class FlakySlurm(SlurmClient):
         return await super().sacct(job_ids, names)
 
 
+# ray.sub's log layout without Ray: these jobs' subject is Slurm going blind, and a real Ray here would be one
+# more Ray user on the host, which NeMo RL's ray.sub (`ray stop`, in tests beside this one) kills.
+PLAIN = Path(__file__).resolve().parents[1] / "support" / "plain.sub"
+
+
 def settings(tmp: Path) -> Settings:
-    s = Settings(root=tmp / "root")
+    s = Settings(root=tmp / "root", launch_script=PLAIN)
     s.slurm.poll_interval_s = 0.2
     s.slurm.steady_poll_interval_s = 0.2
     s.slurm.idle_poll_interval_s = 0.2

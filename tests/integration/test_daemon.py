@@ -1,8 +1,9 @@
 """The daemon end to end on the real dev Slurm cluster: submit, track, fail, crash, controller outage.
 
-Only the hello-ray test starts Ray (our launcher, a spec's default); the others are about Slurm's side of a
-job, so their jobs run under tests/support/plain.sub (ray.sub's log layout, no Ray): a Ray head costs ~10 s of
-CPU, and one cannot start in a job whose memory limit is the test's subject."""
+These are about Slurm's side of a job, so their jobs run under tests/support/plain.sub (ray.sub's log layout,
+no Ray): a Ray head costs ~10 s of CPU, one cannot start in a job whose memory limit is the test's subject,
+and a Ray here would be a Ray user outside the Ray lock, which NeMo RL's ray.sub (`ray stop`) kills. A spec
+through our launcher with Ray is test_ray_launch.py's hello-ray."""
 
 from __future__ import annotations
 
@@ -46,29 +47,6 @@ def daemon(tmp_path: Path, slurm_cluster: Any) -> Any:
     d = DaemonProcess(tmp_path / "root", env={**slurm_cluster.env, "SHEPHERD_LAUNCH_SCRIPT": str(PLAIN)})
     yield d
     d.stop()
-
-
-@pytest.fixture
-def ray_daemon(tmp_path: Path, slurm_cluster: Any) -> Any:
-    d = DaemonProcess(tmp_path / "root", env=slurm_cluster.env)  # our launcher: Ray, as a spec gets it
-    yield d
-    d.stop()
-
-
-def test_hello_ray_spec_runs_as_a_ray_job_and_is_tracked_to_completion(ray_daemon: DaemonProcess) -> None:
-    daemon = ray_daemon
-    daemon.start()
-    run = daemon.submit(REPO / "examples" / "hello-ray.yaml")
-    final = daemon.wait_state(run, {"COMPLETED", "FAILED"}, timeout=180)
-    detail = daemon.status(run)
-    assert final["state"] == "COMPLETED", detail
-    kinds = [e["kind"] for e in detail["events"]]
-    assert kinds.index("submitted") < kinds.index("running") < kinds.index("ended")
-    job = detail["slurm_job_id"]
-    logs = daemon.root / "runs" / run / "logs" / f"{job}-logs"
-    assert (logs / "STARTED_RAY_HEAD").exists()
-    assert (logs / "ray-head.log").stat().st_size > 0
-    assert "HELLO-RAY-OK" in (logs / "ray-driver.log").read_text()
 
 
 def test_a_failing_job_ends_failed_with_its_exit_code(daemon: DaemonProcess, tmp_path: Path) -> None:
@@ -191,6 +169,7 @@ def test_slurmctld_sigkill_loses_nothing_of_ours_and_a_reused_job_id_is_not_conf
     the crash, so its preflight asks no --test-only."""
     env = {
         **slurm_cluster.env,
+        "SHEPHERD_LAUNCH_SCRIPT": str(PLAIN),
         "SHEPHERD_SLURM__UNKNOWN_GRACE_S": "10",
         "SHEPHERD_PREFLIGHT__TEST_ONLY": "false",
     }

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.daemon import DaemonProcess
 
 from .conftest import RAY_SUB, REPO, SlurmCluster
 
@@ -175,3 +177,26 @@ def test_usr1_reaches_the_driver_and_its_exit_code_is_the_jobs(
     assert slurm_cluster.wait_final(job, timeout=60) == "FAILED"
     assert slurm_cluster.exit_code(job) == "5:0"
     assert "got-usr1" in driver_log.read_text()
+
+
+@pytest.fixture
+def ray_daemon(tmp_path: Path, ray_env: dict[str, str]) -> Iterator[DaemonProcess]:
+    d = DaemonProcess(tmp_path / "root", env=ray_env)  # our launcher: Ray, as a spec gets it
+    yield d
+    d.stop()
+
+
+def test_hello_ray_spec_runs_as_a_ray_job_and_is_tracked_to_completion(ray_daemon: DaemonProcess) -> None:
+    daemon = ray_daemon
+    daemon.start()
+    run = daemon.submit(REPO / "examples" / "hello-ray.yaml")
+    final = daemon.wait_state(run, {"COMPLETED", "FAILED"}, timeout=180)
+    detail = daemon.status(run)
+    assert final["state"] == "COMPLETED", detail
+    kinds = [e["kind"] for e in detail["events"]]
+    assert kinds.index("submitted") < kinds.index("running") < kinds.index("ended")
+    job = detail["slurm_job_id"]
+    logs = daemon.root / "runs" / run / "logs" / f"{job}-logs"
+    assert (logs / "STARTED_RAY_HEAD").exists()
+    assert (logs / "ray-head.log").stat().st_size > 0
+    assert "HELLO-RAY-OK" in (logs / "ray-driver.log").read_text()

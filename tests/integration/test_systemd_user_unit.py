@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.daemon import DaemonProcess, wait_for
+from tests.support.daemon import REPO, DaemonProcess, wait_for
 from tests.support.specs import write_spec
 
 pytestmark = pytest.mark.slurm
@@ -36,6 +36,7 @@ WatchdogSec=6
 Environment="SHEPHERD_SLURM__POLL_INTERVAL_S=1"
 Environment="SHEPHERD_SLURM__STEADY_POLL_INTERVAL_S=2"
 Environment="SHEPHERD_SLURM__IDLE_POLL_INTERVAL_S=2"
+Environment="SHEPHERD_LAUNCH_SCRIPT={plain}"
 StandardOutput=append:{log}
 StandardError=append:{log}
 """
@@ -152,7 +153,11 @@ def test_the_installed_user_unit_runs_under_a_real_systemd_user_manager(
     daemon_log = tmp_path / "daemon.log"
     drop_in = unit.parent / "shepherd.service.d"
     drop_in.mkdir()
-    (drop_in / "test.conf").write_text(DROP_IN.format(log=daemon_log))
+    # ray.sub's log layout without Ray: the unit's sandbox is the subject, and a real Ray here would be one
+    # more Ray user on the host, which NeMo RL's ray.sub (`ray stop`, in tests beside this one) kills.
+    (drop_in / "test.conf").write_text(
+        DROP_IN.format(log=daemon_log, plain=REPO / "tests" / "support" / "plain.sub")
+    )
     um.ctl("daemon-reload")
 
     # Type=notify: `start` returns once the daemon said READY=1, i.e. after it reconciled with Slurm.

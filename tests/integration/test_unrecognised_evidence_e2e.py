@@ -15,6 +15,7 @@ from supervisor.rules.replay import replay
 from tests.support.daemon import REPO, DaemonProcess
 
 pytestmark = pytest.mark.slurm
+PLAIN = REPO / "tests" / "support" / "plain.sub"
 
 CRASH = (
     "import sys; print('step 1', flush=True); "
@@ -25,7 +26,9 @@ CRASH = (
 
 @pytest.fixture
 def daemon(tmp_path: Path, slurm_cluster: Any) -> Any:
-    d = DaemonProcess(tmp_path / "root", env=slurm_cluster.env)
+    # ray.sub's log layout without Ray (the evidence's subject): a real Ray here would be one more Ray user on
+    # the host, which NeMo RL's ray.sub (`ray stop`, in tests beside this one) kills.
+    d = DaemonProcess(tmp_path / "root", env={**slurm_cluster.env, "SHEPHERD_LAUNCH_SCRIPT": str(PLAIN)})
     yield d
     d.stop()
 

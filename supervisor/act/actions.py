@@ -955,6 +955,8 @@ class Actions:
             return False
         if self._decided(run.id, attempt.n):
             return True
+        if not run.spec.resume.unrecognised_after_progress or run.spec.checkpoint is None:
+            return False  # nothing to resume: no need to read the logs' decisive lines
         reason = (
             f"attempt {attempt.n}'s driver exited ({describe_exit(code, None)}) while its job runs, and no "
             "rule recognised the failure"

@@ -60,7 +60,7 @@ SECONDS: dict[str, int] = {
     "tests/integration/test_incidents_e2e.py": 12,
     "tests/integration/test_log_fs_full.py": 12,
     "tests/integration/test_nemo_rl_gres.py": 10,
-    "tests/trainer/test_runs.py": 124,
+    "tests/trainer/test_runs.py": 30,
     "tests/trainer/test_gpu_machine.py": 21,
     "tests/cli/test_pipe.py": 11,
     "tests/cli/test_status_unclaimed.py": 9,

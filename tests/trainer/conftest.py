@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import forked_trainer
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -38,16 +40,34 @@ def tiny_overrides(tmp: Path, **extra: Any) -> list[str]:
 def run_cli(
     args: list[str], env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
-    full_env.pop("RAY_ADDRESS", None)
+    """`python -m trainer ARGS` in a fresh interpreter: the command users and the launchers run."""
     return subprocess.run(
         [sys.executable, "-m", "trainer", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=full_env,
+        env=trainer_env(env),
         cwd=cwd or REPO,
     )
+
+
+def trainer_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a test's trainer runs in: this one, unbuffered, with no Ray cluster to join."""
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    full_env.pop("RAY_ADDRESS", None)
+    return full_env
+
+
+def run_forked(
+    args: list[str], env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`run_cli`, forked from a process that has imported torch already (tests/support/forked_trainer.py)."""
+    return forked_trainer.run(args, trainer_env(env), REPO, timeout)
+
+
+def start_forked(args: list[str], env: dict[str, str] | None = None) -> forked_trainer.TrainerProcess:
+    """A run left going, for a test that watches or signals it (tests/support/forked_trainer.py)."""
+    return forked_trainer.start(args, trainer_env(env), REPO)
 
 
 def read_status(tmp: Path) -> dict[str, Any]:

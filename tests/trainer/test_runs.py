@@ -1,18 +1,25 @@
-"""Whole runs without Ray: exact resume, interrupted checkpoints, graceful stop, exit codes, faults."""
+"""Whole runs without Ray: exact resume, interrupted checkpoints, graceful stop, exit codes, faults.
+
+Each run is its own process; most are forked from one that imported torch already (tests/trainer/conftest.py's
+`run_forked`), the rest are `python -m trainer` itself (`run_cli`)."""
 
 from __future__ import annotations
 
 import math
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.trainer.conftest import REPO, read_metrics, read_status, run_cli, tiny_overrides
+from tests.trainer.conftest import (
+    read_metrics,
+    read_status,
+    run_cli,
+    run_forked,
+    start_forked,
+    tiny_overrides,
+)
 
 IGNORED = ("time", "timing/", "performance/")
 
@@ -26,12 +33,12 @@ def _comparable(rows: list[dict[str, object]]) -> dict[int, dict[str, object]]:
 
 def test_stop_then_resume_reproduces_every_metric_exactly(tmp_path: Path) -> None:
     straight, split = tmp_path / "straight", tmp_path / "split"
-    r = run_cli(
+    r = run_forked(
         tiny_overrides(straight, grpo__max_num_steps=8, grpo__val_period=4, checkpointing__save_period=4)
     )
     assert r.returncode == 0, r.stderr[-3000:]
 
-    r1 = run_cli(
+    r1 = run_forked(
         tiny_overrides(
             split,
             grpo__max_num_steps=8,
@@ -43,7 +50,7 @@ def test_stop_then_resume_reproduces_every_metric_exactly(tmp_path: Path) -> Non
     assert r1.returncode == 75, r1.stderr[-3000:]
     assert read_status(split)["state"] == "stopped"
     assert (split / "ckpt" / "step_4" / "training_info.json").is_file()
-    r2 = run_cli(
+    r2 = run_forked(
         tiny_overrides(split, grpo__max_num_steps=8, grpo__val_period=4, checkpointing__save_period=4)
     )
     assert r2.returncode == 0, r2.stderr[-3000:]
@@ -59,12 +66,12 @@ def test_resumed_run_purges_tensorboard_events_after_the_checkpoint(tmp_path: Pa
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     base = tiny_overrides(tmp_path, grpo__max_num_steps=6, grpo__val_period=2)
-    assert run_cli([*base, "grpo.stop_at_step=4"]).returncode == 75
+    assert run_forked([*base, "grpo.stop_at_step=4"]).returncode == 75
     # simulate a crash after step 4 was logged: remove step 4's checkpoint so we resume from step 2
     import shutil
 
     shutil.rmtree(tmp_path / "ckpt" / "step_4")
-    r = run_cli(base)
+    r = run_forked(base)
     assert r.returncode == 0, r.stderr[-3000:]
     acc = EventAccumulator(str(tmp_path / "logs" / "exp_001" / "tensorboard"))
     acc.Reload()
@@ -75,13 +82,13 @@ def test_resumed_run_purges_tensorboard_events_after_the_checkpoint(tmp_path: Pa
 
 def test_killed_mid_checkpoint_leaves_tmp_dir_that_resume_ignores(tmp_path: Path) -> None:
     args = tiny_overrides(tmp_path, fault__kind="kill_in_checkpoint", fault__at_step=4)
-    r = run_cli(args)
+    r = run_forked(args)
     assert r.returncode == -signal.SIGKILL
     assert (tmp_path / "ckpt" / "tmp_step_4").is_dir()
     assert (tmp_path / "ckpt" / "step_2" / "training_info.json").is_file()
     assert not (tmp_path / "ckpt" / "step_4").exists()
 
-    r2 = run_cli(args)  # same command: resume detected, so the fault is disarmed
+    r2 = run_forked(args)  # same command: resume detected, so the fault is disarmed
     assert r2.returncode == 0, r2.stderr[-3000:]
     assert "step=2" in r2.stderr.split("resumed", 1)[1].splitlines()[0]
     assert (tmp_path / "ckpt" / "step_4" / "training_info.json").is_file()
@@ -89,7 +96,7 @@ def test_killed_mid_checkpoint_leaves_tmp_dir_that_resume_ignores(tmp_path: Path
 
 
 def test_top_k_retention_on_a_real_run(tmp_path: Path) -> None:
-    r = run_cli(
+    r = run_forked(
         tiny_overrides(
             tmp_path, grpo__max_num_steps=8, checkpointing__save_period=1, checkpointing__keep_top_k=2
         )
@@ -118,16 +125,7 @@ def test_top_k_retention_on_a_real_run(tmp_path: Path) -> None:
 
 def test_sigterm_saves_a_checkpoint_and_exits_75(tmp_path: Path) -> None:
     args = tiny_overrides(tmp_path, grpo__max_num_steps=100000, checkpointing__save_period=100000)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("RAY_ADDRESS", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "trainer", *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_forked(args)
     try:
         deadline = time.time() + 90
         while time.time() < deadline:
@@ -138,11 +136,12 @@ def test_sigterm_saves_a_checkpoint_and_exits_75(tmp_path: Path) -> None:
                 pass
             time.sleep(0.2)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 75, err[-3000:]
+            proc.wait(10)
+    assert proc.returncode == 75, proc.output()[1][-3000:]
     st = read_status(tmp_path)
     assert st["state"] == "stopped" and st["exit_code"] == 75 and st["stop_reason"] == "SIGTERM"
     assert Path(st["last_checkpoint"]).name == f"step_{st['step']}"
@@ -224,17 +223,17 @@ def test_a_bad_override_exits_2_naming_the_key(tmp_path: Path) -> None:
 
 def test_cuda_oom_fault_fails_with_the_real_text_and_the_retry_succeeds(tmp_path: Path) -> None:
     args = tiny_overrides(tmp_path, fault__kind="cuda_oom", fault__at_step=3)
-    r = run_cli(args, env={"SHEPHERD_ATTEMPT": "1"})
+    r = run_forked(args, env={"SHEPHERD_ATTEMPT": "1"})
     assert r.returncode == 1
     assert "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB" in r.stderr
     st = read_status(tmp_path)
     assert st["state"] == "failed" and st["error"].startswith("OutOfMemoryError: CUDA out of memory")
-    r2 = run_cli(args, env={"SHEPHERD_ATTEMPT": "2"})
+    r2 = run_forked(args, env={"SHEPHERD_ATTEMPT": "2"})
     assert r2.returncode == 0, r2.stderr[-3000:]
 
 
 def test_run_config_fault_prints_nemo_rl_text(tmp_path: Path) -> None:
-    r = run_cli(tiny_overrides(tmp_path, fault__kind="run_config_missing", fault__at_step=2))
+    r = run_forked(tiny_overrides(tmp_path, fault__kind="run_config_missing", fault__at_step=2))
     assert r.returncode == 1
     assert "FileNotFoundError: Pretrained run config not found at " in r.stderr
     assert (
@@ -244,7 +243,7 @@ def test_run_config_fault_prints_nemo_rl_text(tmp_path: Path) -> None:
 
 
 def test_nccl_fault_prints_the_watchdog_timeout(tmp_path: Path) -> None:
-    r = run_cli(tiny_overrides(tmp_path, fault__kind="nccl_timeout", fault__at_step=2))
+    r = run_forked(tiny_overrides(tmp_path, fault__kind="nccl_timeout", fault__at_step=2))
     assert r.returncode == 1
     assert "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" in r.stderr
     assert "OpType=ALLREDUCE" in r.stderr and "ran for 600000 milliseconds before timing out." in r.stderr
@@ -252,21 +251,13 @@ def test_nccl_fault_prints_the_watchdog_timeout(tmp_path: Path) -> None:
 
 
 def test_signal_fault_kills_the_process(tmp_path: Path) -> None:
-    r = run_cli(tiny_overrides(tmp_path, fault__kind="signal", fault__at_step=2, fault__signal="SIGKILL"))
+    r = run_forked(tiny_overrides(tmp_path, fault__kind="signal", fault__at_step=2, fault__signal="SIGKILL"))
     assert r.returncode == -signal.SIGKILL
 
 
 def test_hang_fault_stops_progress_but_keeps_the_process_alive(tmp_path: Path) -> None:
     args = tiny_overrides(tmp_path, fault__kind="hang", fault__at_step=2, policy__generation__num_chunks=4)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("RAY_ADDRESS", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "trainer", *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_forked(args)
     try:
         deadline = time.time() + 90
         first = None
@@ -288,11 +279,11 @@ def test_hang_fault_stops_progress_but_keeps_the_process_alive(tmp_path: Path) -
         assert later["timestamp"] > first["timestamp"]  # the heartbeat still writes
     finally:
         proc.kill()
-        proc.wait()
+        proc.wait(10)
 
 
 def test_nan_fault_poisons_the_run_from_its_step_without_crashing_it(tmp_path: Path) -> None:
-    r = run_cli(tiny_overrides(tmp_path, fault__kind="nan", fault__at_step=3))
+    r = run_forked(tiny_overrides(tmp_path, fault__kind="nan", fault__at_step=3))
     assert r.returncode == 0, r.stderr[-3000:]  # a diverged run keeps running: only its metrics say so
     rows = {row["step"]: row for row in read_metrics(tmp_path) if "train/loss" in row}
     assert all(math.isfinite(rows[s]["train/loss"]) for s in (1, 2))
@@ -302,7 +293,7 @@ def test_nan_fault_poisons_the_run_from_its_step_without_crashing_it(tmp_path: P
 
 
 def test_reward_collapse_fault_zeroes_every_reward_from_its_step(tmp_path: Path) -> None:
-    r = run_cli(tiny_overrides(tmp_path, fault__kind="reward_collapse", fault__at_step=3))
+    r = run_forked(tiny_overrides(tmp_path, fault__kind="reward_collapse", fault__at_step=3))
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {row["step"]: row for row in read_metrics(tmp_path) if "train/reward_mean" in row}
     assert all(rows[s]["train/reward_mean"] == 0.0 for s in (3, 4, 5, 6))
@@ -311,7 +302,7 @@ def test_reward_collapse_fault_zeroes_every_reward_from_its_step(tmp_path: Path)
 
 
 def test_kl_blowup_fault_makes_generation_disagree_with_training(tmp_path: Path) -> None:
-    r = run_cli(tiny_overrides(tmp_path, fault__kind="kl_blowup", fault__at_step=2))
+    r = run_forked(tiny_overrides(tmp_path, fault__kind="kl_blowup", fault__at_step=2))
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {row["step"]: row for row in read_metrics(tmp_path) if "train/token_mult_prob_error" in row}
     assert rows[1]["train/token_mult_prob_error"] < 1.01 and rows[2]["train/token_mult_prob_error"] < 1.01

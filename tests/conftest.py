@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from supervisor.slurm.launchers.layout import HEAD_LOG
 from tests.support.order import RAY_SUB_UNIT, Kind, SuiteFile, file_order, scope
 from tests.support.raylock import holds_exclusive, ray_users, waits_file
 
@@ -56,6 +58,34 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
         if holds_exclusive() and nextitem is not None and scope(nextitem.nodeid) == RAY_SUB_UNIT:
             _passed_on.enter_context(ray_users(exclusive=True, who=nextitem.nodeid))
+
+
+def _ray_heads(base: Path) -> set[Path]:
+    return set(base.rglob(f"*-logs/{HEAD_LOG}"))
+
+
+@pytest.fixture(autouse=True)
+def _slurm_tests_without_the_ray_marker_start_no_ray(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """A Slurm test that is not marked `ray` runs outside the Ray lock, so a Ray it starts can meet NeMo RL's
+    ray.sub `ray stop` of another worker (four such tests did, through our ray.sub, the default launcher).
+    Both ray.subs write `<jobid>-logs/ray-head.log` under the job's log folder, which the tests keep under
+    this worker's temporary folder: one that appears while such a test runs fails it."""
+    item = request.node
+    if item.get_closest_marker("slurm") is None or item.get_closest_marker("ray") is not None:
+        yield
+        return
+    base = tmp_path_factory.getbasetemp()
+    before = _ray_heads(base)
+    yield
+    started = sorted(_ray_heads(base) - before)
+    if started:
+        pytest.fail(
+            f"this test started Ray ({started[0]}) but is not marked `ray`: mark it, or submit with "
+            "tests/support/plain.sub",
+            pytrace=False,
+        )
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -19,6 +19,7 @@ from typing import Literal
 OUTPUT_PATTERN = "slurm-%j.out"  # sbatch --output, relative to the base log dir
 LOG_GLOB = "ray-*.log"
 DRIVER_LOG = "ray-driver.log"
+HEAD_LOG = "ray-head.log"  # the head's start: written by both ray.subs once they try to start Ray
 HEAD_STARTED = "STARTED_RAY_HEAD"
 ENDED = "ENDED"
 LOG_DIR_RE = re.compile(r"^(?P<job>\d+)(?:-(?P<restart>\d+))?-logs$")

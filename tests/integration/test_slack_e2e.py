@@ -175,8 +175,14 @@ def test_a_given_up_run_is_alerted_with_its_log_lines_and_resumed_from_slack(
         e["action_id"]: e["value"] for b in alert["blocks"] if b["type"] == "actions" for e in b["elements"]
     }
     assert buttons[bk.ACTION_RESUME_LATEST] == run
-    broadcast = top_level(slack, name)
-    assert any("needs a human" in m["text"] for m in broadcast)
+    # The channel's line is posted after the thread's alert (the outbox keeps their order): waited for, not
+    # read at once (read at once, it had not been sent yet in a 2026-11-28 clean-ci).
+    wait_for(
+        lambda: [m for m in top_level(slack, name) if "needs a human" in m["text"]],
+        30,
+        0.2,
+        "the channel's needs-a-human line",
+    )
 
     # Someone not on the list: refused, ephemerally, and nothing happens.
     reply = slack_command(slack, via, run, MALLORY, alert)

@@ -130,8 +130,9 @@ def start(args: list[str], env: Mapping[str, str], cwd: Path) -> TrainerProcess:
     """Fork a run of `python -m trainer ARGS`; its stdout and stderr go to files of a new temporary folder."""
     io_dir = Path(tempfile.mkdtemp(prefix="trainer-io-"))
     stdout_path, stderr_path = io_dir / "stdout", io_dir / "stderr"
+    # Daemonic: a run a failed test left going ends with the pytest worker, which would otherwise wait for it.
     process = _forkserver().Process(
-        target=_child, args=(args, dict(env), str(cwd), str(stdout_path), str(stderr_path)), daemon=False
+        target=_child, args=(args, dict(env), str(cwd), str(stdout_path), str(stderr_path)), daemon=True
     )
     process.start()
     return TrainerProcess(process, stdout_path, stderr_path)

@@ -16,7 +16,6 @@ import atexit
 import io
 import multiprocessing
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -118,17 +117,14 @@ class TrainerProcess:
             raise subprocess.TimeoutExpired(["python", "-m", "trainer"], timeout or 0.0)
         return code
 
-    def cleanup(self) -> None:
-        shutil.rmtree(self._stdout_path.parent, ignore_errors=True)
-
     def output(self) -> tuple[str, str]:
         """(stdout, stderr) as written so far."""
         return _read(self._stdout_path), _read(self._stderr_path)
 
 
-def start(args: list[str], env: Mapping[str, str], cwd: Path) -> TrainerProcess:
-    """Fork a run of `python -m trainer ARGS`; its stdout and stderr go to files of a new temporary folder."""
-    io_dir = Path(tempfile.mkdtemp(prefix="trainer-io-"))
+def start(args: list[str], env: Mapping[str, str], cwd: Path, io_dir: Path) -> TrainerProcess:
+    """Fork a run of `python -m trainer ARGS`; its stdout and stderr go to files in `io_dir`."""
+    io_dir.mkdir(parents=True, exist_ok=True)
     stdout_path, stderr_path = io_dir / "stdout", io_dir / "stderr"
     # Daemonic: a run a failed test left going ends with the pytest worker, which would otherwise wait for it.
     process = _forkserver().Process(
@@ -142,13 +138,13 @@ def run(
     args: list[str], env: Mapping[str, str], cwd: Path, timeout: float
 ) -> subprocess.CompletedProcess[str]:
     """`subprocess.run(["python", "-m", "trainer", *args], capture_output=True, text=True)`, forked."""
-    proc = start(args, env, cwd)
-    try:
-        code = proc.wait(timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-    out, err = proc.output()
-    proc.cleanup()
+    with tempfile.TemporaryDirectory(prefix="trainer-io-") as io_dir:
+        proc = start(args, env, cwd, Path(io_dir))
+        try:
+            code = proc.wait(timeout)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+        out, err = proc.output()
     return subprocess.CompletedProcess(["python", "-m", "trainer", *args], code, out, err)

@@ -65,9 +65,12 @@ def run_forked(
     return forked_trainer.run(args, trainer_env(env), REPO, timeout)
 
 
-def start_forked(args: list[str], env: dict[str, str] | None = None) -> forked_trainer.TrainerProcess:
-    """A run left going, for a test that watches or signals it (tests/support/forked_trainer.py)."""
-    return forked_trainer.start(args, trainer_env(env), REPO)
+def start_forked(
+    args: list[str], io_dir: Path, env: dict[str, str] | None = None
+) -> forked_trainer.TrainerProcess:
+    """A run left going, for a test that watches or signals it; its stdout and stderr are files in `io_dir`
+    (tests/support/forked_trainer.py)."""
+    return forked_trainer.start(args, trainer_env(env), REPO, io_dir)
 
 
 def read_status(tmp: Path) -> dict[str, Any]:

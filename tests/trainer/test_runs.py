@@ -125,7 +125,7 @@ def test_top_k_retention_on_a_real_run(tmp_path: Path) -> None:
 
 def test_sigterm_saves_a_checkpoint_and_exits_75(tmp_path: Path) -> None:
     args = tiny_overrides(tmp_path, grpo__max_num_steps=100000, checkpointing__save_period=100000)
-    proc = start_forked(args)
+    proc = start_forked(args, tmp_path / "io")
     try:
         deadline = time.time() + 90
         while time.time() < deadline:
@@ -257,7 +257,7 @@ def test_signal_fault_kills_the_process(tmp_path: Path) -> None:
 
 def test_hang_fault_stops_progress_but_keeps_the_process_alive(tmp_path: Path) -> None:
     args = tiny_overrides(tmp_path, fault__kind="hang", fault__at_step=2, policy__generation__num_chunks=4)
-    proc = start_forked(args)
+    proc = start_forked(args, tmp_path / "io")
     try:
         deadline = time.time() + 90
         first = None

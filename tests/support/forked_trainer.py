@@ -23,25 +23,19 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Mapping
-from multiprocessing.context import ForkServerContext
+from multiprocessing.context import ForkServerContext, ForkServerProcess
 from pathlib import Path
-from typing import Any
 
 # What a child would otherwise import itself: the driver (torch), and torch._dynamo, which torch.optim's first
 # optimizer imports (2 s of CPU alone).
 PRELOAD = ["trainer.__main__", "trainer.driver", "torch._dynamo"]
 
-_context: ForkServerContext | None = None
-
 
 def _forkserver() -> ForkServerContext:
-    global _context
-    if _context is None:
-        ctx = multiprocessing.get_context("forkserver")
-        assert isinstance(ctx, ForkServerContext)
-        ctx.set_forkserver_preload(PRELOAD)
-        _context = ctx
-    return _context
+    """multiprocessing's one forkserver context; the preload takes effect when its server starts."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
 
 
 def _child(argv: list[str], env: dict[str, str], cwd: str, stdout_path: str, stderr_path: str) -> None:
@@ -86,7 +80,7 @@ def _read(path: Path) -> str:
 class TrainerProcess:
     """A started run, with the part of `subprocess.Popen`'s interface the tests use."""
 
-    def __init__(self, process: Any, stdout_path: Path, stderr_path: Path) -> None:
+    def __init__(self, process: ForkServerProcess, stdout_path: Path, stderr_path: Path) -> None:
         self._process = process
         self._stdout_path = stdout_path
         self._stderr_path = stderr_path

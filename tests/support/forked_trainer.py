@@ -87,12 +87,12 @@ class TrainerProcess:
 
     @property
     def pid(self) -> int:
-        return int(self._process.pid)
+        assert self._process.pid is not None  # set by start()
+        return self._process.pid
 
     @property
     def returncode(self) -> int | None:
-        code = self._process.exitcode
-        return None if code is None else int(code)
+        return self._process.exitcode
 
     def poll(self) -> int | None:
         return self.returncode
